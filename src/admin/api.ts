@@ -1,0 +1,151 @@
+// The admin HTTP API under /admin: provisioning of projects, bots and tokens, usage and reports.
+// Every request needs `Authorization: Bearer <ADMIN_TOKEN>`; bodies are checked with ajv.
+import { Ajv, type ValidateFunction } from 'ajv';
+import { HttpError } from '../errors.js';
+import type { BodyReader, Handler, HttpServer, Reply, Request } from '../http/server.js';
+import { parseEventId } from '../pipeline/event.js';
+import { adminTokenMatches } from './admin-token.js';
+import type { AdminStore } from './store.js';
+
+/** Local caches to drop at once when provisioning changes what they hold. */
+export interface AdminHooks {
+  tokenRevoked(tokenId: string): void;
+  botChanged(botId: string): void;
+  planChanged(projectId: string): void;
+}
+
+const ajv = new Ajv({ allErrors: false, strict: true });
+
+const messengerId = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[1-9][0-9]{0,18}$' }] };
+const nullableUuid = { anyOf: [{ type: 'string', pattern: '^[0-9a-fA-F-]{36}$' }, { type: 'null' }] };
+const allowance = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] };
+
+const schemas = {
+  createProject: ajv.compile({
+    type: 'object', additionalProperties: false, required: ['name'],
+    properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, eventAllowance: allowance },
+  }),
+  patchProject: ajv.compile({
+    type: 'object', additionalProperties: false, minProperties: 1,
+    properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, eventAllowance: allowance },
+  }),
+  createBot: ajv.compile({
+    type: 'object', additionalProperties: false,
+    properties: { messengerBotId: { anyOf: [messengerId, { type: 'null' }] }, projectId: nullableUuid, name: { type: ['string', 'null'], maxLength: 200 } },
+  }),
+  patchBot: ajv.compile({
+    type: 'object', additionalProperties: false, minProperties: 1,
+    properties: {
+      projectId: nullableUuid,
+      messengerBotId: { anyOf: [messengerId, { type: 'null' }] },
+      miniAppIngest: { type: 'boolean' },
+      apiIngest: { type: 'boolean' },
+      name: { type: ['string', 'null'], maxLength: 200 },
+    },
+  }),
+};
+
+async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined): Promise<T> {
+  const raw = await readBody();
+  let body: unknown = empty;
+  if (raw.length > 0) {
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new HttpError('bad_request', 'The body is not valid JSON.');
+    }
+  }
+  if (!validate(body)) {
+    const e = validate.errors?.[0];
+    const where = e?.instancePath ? e.instancePath.slice(1) : 'body';
+    throw new HttpError('bad_request', `${where} ${e?.message ?? 'is invalid'}`, { errors: validate.errors });
+  }
+  return body as T;
+}
+
+function id(req: Request, i = 0): string {
+  const v = parseEventId(req.params[i]);
+  if (v === null) throw new HttpError('not_found', 'No such resource.');
+  return v;
+}
+
+function found<T>(v: T | null, what: string): T {
+  if (v === null) throw new HttpError('not_found', `No such ${what}.`);
+  return v;
+}
+
+const toId = (v: number | string | null | undefined): string | null | undefined => (v === undefined ? undefined : v === null ? null : String(v));
+
+/** A foreign key to a missing project is the caller's 404, not our 500. */
+async function projectMustExist<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if ((err as { code?: string }).code === '23503') throw new HttpError('not_found', 'No such project.');
+    throw err;
+  }
+}
+
+export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: string, hooks: AdminHooks): void {
+  const guard = (h: Handler): Handler => (req, readBody) => {
+    if (!adminTokenMatches(adminToken, req.headers.authorization)) throw new HttpError('admin_unauthorized');
+    return h(req, readBody);
+  };
+  const ok = (status: number, body?: unknown): Reply => (body === undefined ? { status } : { status, body });
+
+  server
+    .route('post', '/admin/projects', guard(async (_req, rb) => {
+      const b = await jsonBody<{ name: string; eventAllowance?: number | null }>(rb, schemas.createProject);
+      const p = await store.createProject(b.name, b.eventAllowance ?? null);
+      return ok(201, { projectId: p.projectId, project: p });
+    }))
+    .route('get', '/admin/projects', guard(async () => ok(200, await store.listProjects())))
+    .route('get', '/admin/projects/:projectId', guard(async (req) => ok(200, found(await store.getProject(id(req)), 'project'))))
+    .route('patch', '/admin/projects/:projectId', guard(async (req, rb) => {
+      const projectId = id(req);
+      const b = await jsonBody<{ name?: string; eventAllowance?: number | null }>(rb, schemas.patchProject);
+      const p = found(await store.updateProject(projectId, b), 'project');
+      hooks.planChanged(projectId);
+      return ok(200, p);
+    }))
+    .route('get', '/admin/projects/:projectId/usage', guard(async (req) => ok(200, found(await store.usage(id(req)), 'project'))))
+    .route('get', '/admin/projects/:projectId/reports/revenue', guard(async (req) => {
+      const projectId = id(req);
+      found(await store.getProject(projectId), 'project');
+      return ok(200, await store.revenue(projectId));
+    }))
+    .route('get', '/admin/projects/:projectId/bots', guard(async (req) => {
+      const projectId = id(req);
+      found(await store.getProject(projectId), 'project');
+      return ok(200, await store.listBots(projectId));
+    }))
+    .route('post', '/admin/bots', guard(async (_req, rb) => {
+      const b = await jsonBody<{ messengerBotId?: number | string | null; projectId?: string | null; name?: string | null }>(rb, schemas.createBot, {});
+      const bot = await projectMustExist(store.createBot({ messengerBotId: toId(b.messengerBotId) ?? null, projectId: b.projectId?.toLowerCase() ?? null, name: b.name ?? null }));
+      return ok(201, { botId: bot.botId, bot });
+    }))
+    .route('get', '/admin/bots', guard(async () => ok(200, await store.listBots())))
+    .route('get', '/admin/bots/:botId', guard(async (req) => ok(200, found(await store.getBot(id(req)), 'bot'))))
+    .route('patch', '/admin/bots/:botId', guard(async (req, rb) => {
+      const botId = id(req);
+      const b = await jsonBody<{ projectId?: string | null; messengerBotId?: number | string | null; miniAppIngest?: boolean; apiIngest?: boolean; name?: string | null }>(rb, schemas.patchBot);
+      const bot = found(await projectMustExist(store.updateBot(botId, { ...b, projectId: b.projectId === undefined ? undefined : b.projectId?.toLowerCase() ?? null, messengerBotId: toId(b.messengerBotId) })), 'bot');
+      hooks.botChanged(botId);
+      return ok(200, bot);
+    }))
+    .route('post', '/admin/bots/:botId/tokens', guard(async (req) => {
+      const t = found(await store.createToken(id(req)), 'bot');
+      return ok(201, t);
+    }))
+    .route('get', '/admin/bots/:botId/tokens', guard(async (req) => {
+      const botId = id(req);
+      found(await store.getBot(botId), 'bot');
+      return ok(200, await store.listTokens(botId));
+    }))
+    .route('del', '/admin/tokens/:tokenId', guard(async (req) => {
+      const tokenId = id(req);
+      if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', 'No such token.');
+      hooks.tokenRevoked(tokenId);
+      return ok(204);
+    }));
+}

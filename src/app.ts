@@ -1,0 +1,134 @@
+// Composition of the service: database, writer, worker pool, caches, limiters and routes.
+import { mountAdmin } from './admin/api.js';
+import { AdminStore } from './admin/store.js';
+import { TokenResolver } from './auth/api-tokens.js';
+import { BotResolver } from './auth/bots.js';
+import type { Config } from './config.js';
+import { connect, type Sql } from './db/connect.js';
+import { migrate, schemaReady } from './db/migrations.js';
+import { HttpError } from './errors.js';
+import { HttpServer, type Handler } from './http/server.js';
+import { corsHeaders, corsPreflight, webappEndpoint } from './ingest/endpoint-a.js';
+import { serverEndpoint } from './ingest/endpoint-b.js';
+import { IngestPool } from './ingest/pool.js';
+import { Quota } from './ingest/quota.js';
+import { TokenBuckets } from './limits/token-bucket.js';
+import type { Logger } from './log.js';
+import { Writer } from './writer/writer.js';
+
+export interface AppOptions {
+  config: Readonly<Config>;
+  databaseUrl: string;
+  adminToken: string;
+  log: Logger;
+}
+
+export interface App {
+  port: number;
+  /** Stops accepting, answers what is in flight, commits what is queued, closes pool and database. */
+  shutdown(): Promise<void>;
+}
+
+async function waitForDatabase(sql: Sql, log: Logger, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sql`SELECT 1`;
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      log.warn({ attempt, err: (err as Error).message }, 'database not reachable yet; retrying');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+export async function startApp({ config, databaseUrl, adminToken, log }: AppOptions): Promise<App> {
+  const sql = connect(databaseUrl, { max: config.dbPoolSize, name: 'tg-ingest' });
+  await waitForDatabase(sql, log);
+  const applied = await migrate(sql);
+  if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
+
+  const writer = new Writer({
+    url: databaseUrl,
+    connections: config.dbWriterConnections,
+    batchMaxRows: config.batchMaxRows,
+    batchMaxWaitMs: config.batchMaxWaitMs,
+    writeTimeoutMs: config.writeTimeoutMs,
+    onError: (err, kind) => {
+      if (kind !== 'conflict') log.warn({ kind, code: (err as { code?: string }).code, err: (err as Error).message }, 'group commit failed');
+    },
+  });
+  const pool = new IngestPool(config.workers, config.inlineMaxBytes);
+  const tokens = new TokenResolver(sql, config.authCacheTtlMs);
+  const bots = new BotResolver(sql, config.authCacheTtlMs);
+  const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
+  const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
+  const cors = { origins: config.corsAllowOrigins };
+  const webappPaths = new Set(['/tg/webapp', '/messenger/webapp']);
+
+  const server = new HttpServer({
+    maxBodyBytes: config.maxBodyBytes,
+    baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined) ?? {},
+    onError: (req, err) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
+    onReply: (req, reply, ms) => {
+      if (log.isLevelEnabled('debug')) log.debug({ requestId: req.requestId, method: req.method, path: req.path, status: reply.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    },
+  });
+
+  // While shutting down, new requests on kept-alive connections are turned away to be retried elsewhere.
+  const unlessClosing = (h: Handler): Handler => (req, readBody) => {
+    if (server.closing) throw new HttpError('shutting_down', undefined, undefined, 1);
+    return h(req, readBody);
+  };
+  const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
+
+  const b = unlessClosing(serverEndpoint({ tokens, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes }));
+  const a = unlessClosing(webappEndpoint({
+    bots, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes,
+    publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,
+  }));
+  for (const path of ['/tg', '/messenger']) server.route('post', path, b).route('any', path, methodNotAllowed('POST'));
+  for (const path of webappPaths) {
+    server.route('post', path, a).route('options', path, corsPreflight(cors)).route('any', path, methodNotAllowed('POST, OPTIONS'));
+  }
+
+  mountAdmin(server, new AdminStore(sql), adminToken, {
+    tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
+    botChanged: (botId) => {
+      tokens.forgetBot(botId);
+      bots.forget(botId);
+    },
+    planChanged: (projectId) => quota.forget(projectId),
+  });
+
+  server.route('get', '/healthz', () => ({ status: 200, body: { status: 'ok' } }));
+  server.route('get', '/readyz', async () => {
+    try {
+      if (server.closing) return { status: 503, body: { status: 'shutting_down' } };
+      if (!(await schemaReady(sql))) return { status: 503, body: { status: 'migrations_pending' } };
+      return { status: 200, body: { status: 'ready' } };
+    } catch {
+      return { status: 503, body: { status: 'database_unreachable' }, headers: { 'Retry-After': '1' } };
+    }
+  });
+  server.route('any', '/*', () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }));
+
+  const port = await server.listen(config.host, config.port);
+
+  let shuttingDown: Promise<void> | null = null;
+  return {
+    port,
+    shutdown() {
+      shuttingDown ??= (async () => {
+        server.stopListening();
+        const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
+        await Promise.race([server.drained(), deadline]);
+        await writer.close();
+        await pool.close();
+        await sql.end({ timeout: 5 });
+      })();
+      return shuttingDown;
+    },
+  };
+}

@@ -1,0 +1,142 @@
+// The one place that reads process.env: every setting is parsed and checked once at start-up,
+// then frozen and passed down. Units live in the names.
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+
+export const MESSENGER_PRODUCTION_KEY = 'e7bf03a2fa4602af4580703d88dda5bb59f32ed8b02a56c187fe7d34caed242d';
+export const MESSENGER_TEST_KEY = '40055058a4ee38156a06562e52eece92a771bcd8346a8c4615cb7376eddf72ec';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  host: string;
+  port: number;
+  /** null: start an embedded PostgreSQL under dataDir. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** null: generated on first start and kept in dataDir/admin-token. */
+  adminToken: string | null;
+  workers: number;
+  initDataPublicKeys: readonly string[];
+  initDataMaxAgeS: number;
+  rateLimitPerMin: number;
+  rateLimitBurst: number;
+  logLevel: LogLevel;
+  maxBodyBytes: number;
+  corsAllowOrigins: readonly string[];
+  /** Bodies up to this size are processed on the main thread; larger ones in the worker pool. */
+  inlineMaxBytes: number;
+  batchMaxRows: number;
+  batchMaxWaitMs: number;
+  dbWriterConnections: number;
+  dbPoolSize: number;
+  /** How long cached tokens, bots and plans are trusted before they are re-read. */
+  authCacheTtlMs: number;
+  /** A group commit that has not settled by then is answered 503 and its connection replaced. */
+  writeTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`${variable}: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function raw(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = raw(env, name);
+  if (v === undefined) return fallback;
+  if (!/^-?\d+$/.test(v)) throw new ConfigError(name, `must be an integer, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const v = raw(env, name);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!/^\d+(\.\d+)?$/.test(v) || !(n > 0)) throw new ConfigError(name, `must be a positive number, got "${v}"`);
+  return n;
+}
+
+function publicKeys(env: Env): string[] {
+  const v = raw(env, 'INITDATA_PUBLIC_KEYS');
+  if (v === undefined) return [MESSENGER_PRODUCTION_KEY];
+  const keys = v.split(',').map((k) => k.trim().toLowerCase()).filter((k) => k !== '');
+  if (keys.length === 0) throw new ConfigError('INITDATA_PUBLIC_KEYS', 'must list at least one key');
+  for (const k of keys) {
+    if (!/^[0-9a-f]{64}$/.test(k)) throw new ConfigError('INITDATA_PUBLIC_KEYS', `"${k}" is not a 32-byte hex Ed25519 public key`);
+  }
+  return keys;
+}
+
+function databaseUrl(env: Env): string | null {
+  const v = raw(env, 'DATABASE_URL');
+  if (v === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'is not a URL (expected postgres://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must start with postgres:// or postgresql://, got "${url.protocol}"`);
+  }
+  return v;
+}
+
+function origins(env: Env): string[] {
+  const v = raw(env, 'CORS_ALLOW_ORIGINS');
+  if (v === undefined) return ['*'];
+  const list = v.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of list) {
+    if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) {
+      throw new ConfigError('CORS_ALLOW_ORIGINS', `"${o}" is not "*" or an origin such as https://app.example.com`);
+    }
+  }
+  return list;
+}
+
+export function readConfig(env: Env = process.env): Readonly<Config> {
+  const logLevel = (raw(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
+  if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  const host = raw(env, 'HOST') ?? '0.0.0.0';
+  if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError('HOST', `is not a host name or address: "${host}"`);
+
+  const config: Config = {
+    host,
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    databaseUrl: databaseUrl(env),
+    dataDir: resolve(raw(env, 'DATA_DIR') ?? './.data'),
+    adminToken,
+    workers: integer(env, 'WORKERS', availableParallelism(), 1, 256),
+    initDataPublicKeys: publicKeys(env),
+    initDataMaxAgeS: integer(env, 'INITDATA_MAX_AGE_S', 900, 1),
+    rateLimitPerMin: positiveNumber(env, 'RATE_LIMIT_PER_MIN', 120),
+    rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', 300, 1),
+    logLevel,
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    corsAllowOrigins: origins(env),
+    inlineMaxBytes: integer(env, 'INLINE_MAX_BYTES', 16 * 1024, 0),
+    batchMaxRows: integer(env, 'BATCH_MAX_ROWS', 4000, 1, 1_000_000),
+    batchMaxWaitMs: integer(env, 'BATCH_MAX_WAIT_MS', 2, 0, 10_000),
+    dbWriterConnections: integer(env, 'DB_WRITER_CONNECTIONS', 2, 1, 64),
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', 4, 1, 100),
+    authCacheTtlMs: integer(env, 'AUTH_CACHE_TTL_MS', 2000, 0, 60_000),
+    writeTimeoutMs: integer(env, 'WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
+  };
+  return Object.freeze(config);
+}

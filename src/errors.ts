@@ -1,0 +1,98 @@
+// The one table of error responses. Every non-202 answer other than "every event rejected"
+// is {"error": <code>, "message": <text>, "details"?: {...}} with the status given here.
+
+export const ERRORS = {
+  // 400: the request itself is wrong; resending it unchanged can never succeed.
+  invalid_json: { status: 400, message: 'The body is not valid JSON.' },
+  invalid_utf8: { status: 400, message: 'The body is not valid UTF-8.' },
+  invalid_body: { status: 400, message: 'The body must be a JSON object.' },
+  events_invalid: { status: 400, message: '"events" must be a non-empty array of at most 1000 events.' },
+  unsupported_version: { status: 400, message: 'Unrecognised "version"; omit the field.' },
+  event_invalid: { status: 400, message: 'An event lacks a field required at parse time; nothing was stored.' },
+  bot_id_invalid: { status: 400, message: '"botId" must be a UUID.' },
+  auth_invalid: { status: 400, message: '"auth" must be an object with a string "initData".' },
+  invalid_gzip: { status: 400, message: 'The gzip body could not be decompressed.' },
+  bad_request: { status: 400, message: 'The request is invalid.' },
+  // 401: who is calling could not be established.
+  api_key_missing: { status: 401, message: 'The X-API-Key header is missing.' },
+  api_key_invalid: { status: 401, message: 'The API key is unknown or revoked.' },
+  bot_unknown: { status: 401, message: 'The bot or its initData could not be authenticated.' },
+  initdata_empty: { status: 401, message: 'auth.initData is empty.' },
+  initdata_malformed: { status: 401, message: 'auth.initData could not be parsed.' },
+  initdata_signature_missing: { status: 401, message: 'auth.initData carries no signature.' },
+  initdata_auth_date_missing: { status: 401, message: 'auth.initData carries no valid auth_date.' },
+  initdata_user_missing: { status: 401, message: 'auth.initData carries no valid user.' },
+  initdata_signature_invalid: { status: 401, message: 'The signature of auth.initData is not valid for this bot.' },
+  initdata_expired: { status: 401, message: 'auth.initData has expired; open the mini-app again for a fresh one.' },
+  initdata_from_future: { status: 401, message: 'The auth_date of auth.initData lies in the future.' },
+  admin_unauthorized: { status: 401, message: 'A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).' },
+  // 402, 403, 409: the account's state refuses the request until someone changes it.
+  allowance_exhausted: { status: 402, message: "The plan's event allowance for this month is exhausted." },
+  api_ingest_disabled: { status: 403, message: "API ingestion is switched off in the bot's settings." },
+  bot_not_linked: { status: 403, message: 'The bot is not linked to a project; link it before sending events.' },
+  webapp_bot_not_linked: { status: 409, message: 'The bot is not linked to a project.' },
+  webapp_bot_not_configured: { status: 409, message: "The bot's messenger id is not configured." },
+  miniapp_ingest_disabled: { status: 409, message: "Mini-app ingestion is switched off in the bot's settings." },
+  // Transport-level refusals.
+  not_found: { status: 404, message: 'Not found.' },
+  method_not_allowed: { status: 405, message: 'Method not allowed.' },
+  payload_too_large: { status: 413, message: 'The body exceeds the size limit.' },
+  unsupported_media_type: { status: 415, message: 'The body must be application/json.' },
+  unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
+  rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
+  conflict: { status: 409, message: 'The request conflicts with the current state.' },
+  // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
+  internal: { status: 500, message: 'Internal error.' },
+  unavailable: { status: 503, message: 'The service is temporarily unavailable; retry after the delay in Retry-After.' },
+  shutting_down: { status: 503, message: 'The service is restarting; retry after the delay in Retry-After.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/** A refusal on its way to the client: thrown anywhere in a handler, answered in one place. */
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details?: Record<string, unknown>,
+    /** Seconds for Retry-After (429 and 503). */
+    readonly retryAfterS?: number,
+  ) {
+    super(message ?? ERRORS[code].message);
+    this.name = 'HttpError';
+    this.status = ERRORS[code].status;
+  }
+
+  body(): ErrorBody {
+    return this.details === undefined
+      ? { error: this.code, message: this.message }
+      : { error: this.code, message: this.message, details: this.details };
+  }
+}
+
+export const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  402: '402 Payment Required',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  431: '431 Request Header Fields Too Large',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};

@@ -1,0 +1,72 @@
+// The last stage both endpoints share: reserve quota, hand the rows to the writer, and answer
+// 202 only once they are committed.
+import { HttpError } from '../errors.js';
+import type { Reply } from '../http/server.js';
+import type { BatchResult } from '../pipeline/batch.js';
+import type { Quota } from './quota.js';
+import { WriteError, type WriteOutcome, type Writer } from '../writer/writer.js';
+
+export interface ResponseBody {
+  accepted: number;
+  rejected: number;
+  not_consumed_duplicated: number;
+  stored_not_billed: number;
+  diagnostics_truncated: boolean;
+  diagnostics: BatchResult['diagnostics'];
+}
+
+export function responseBody(b: BatchResult, storedNotBilled: number): ResponseBody {
+  return {
+    accepted: b.accepted,
+    rejected: b.rejected,
+    not_consumed_duplicated: b.duplicated,
+    stored_not_billed: storedNotBilled,
+    diagnostics_truncated: b.diagnosticsTruncated,
+    diagnostics: b.diagnostics,
+  };
+}
+
+export interface CommitTarget {
+  projectId: string;
+  botId: string;
+  connection: string;
+  receivedAt: string;
+  authoritativeProfiles: boolean;
+}
+
+export interface CommitDeps {
+  quota: Quota;
+  writer: Writer;
+  onOutcome?: (batch: BatchResult, outcome: WriteOutcome | null) => void;
+}
+
+export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: CommitTarget): Promise<Reply> {
+  // Resending a batch whose every event was rejected can never succeed: 400 with the normal body.
+  if (batch.accepted === 0) {
+    deps.onOutcome?.(batch, null);
+    return { status: 400, body: responseBody(batch, 0) };
+  }
+  const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
+  let outcome: WriteOutcome;
+  try {
+    outcome = await deps.writer.submit({
+      projectId: t.projectId,
+      botId: t.botId,
+      connection: t.connection,
+      receivedAt: t.receivedAt,
+      rows: batch.rows,
+      rowCount: batch.rowCount,
+      actions: batch.actions,
+      users: batch.users,
+      authoritativeProfiles: t.authoritativeProfiles,
+      bot: batch.bot,
+    });
+  } catch (err) {
+    deps.quota.release(reservation);
+    if (err instanceof WriteError && err.kind === 'internal') throw new HttpError('internal', 'The database refused these events; this is a bug in the service, please report it.');
+    throw new HttpError('unavailable', 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', undefined, 1);
+  }
+  deps.quota.settle(reservation, outcome.billed);
+  deps.onOutcome?.(batch, outcome);
+  return { status: 202, body: responseBody(batch, outcome.storedNotBilled) };
+}

@@ -1,0 +1,145 @@
+// Quota without a database round trip per request: each project's plan and this month's billed
+// count are cached and kept current by our own commits plus a periodic re-read (for other
+// instances and plan changes). A request reserves its accepted events before it is written, and is
+// admitted only while billed + reserved stays under the allowance, so the allowance is exceeded
+// by at most the last admitted batch. Near the limit a request waits for in-flight batches to settle
+// rather than being refused for events that may turn out to be redeliveries.
+import type { Sql } from '../db/connect.js';
+import { HttpError } from '../errors.js';
+
+interface Plan {
+  allowance: number | null;
+  billed: number;
+  reserved: number;
+  month: string;
+  loadedAt: number;
+  waiters: Set<() => void>;
+}
+
+export interface Reservation {
+  projectId: string;
+  events: number;
+}
+
+const NONE: Reservation = Object.freeze({ projectId: '', events: 0 });
+
+function currentMonth(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 7);
+}
+
+export class Quota {
+  private readonly plans = new Map<string, Plan>();
+  private readonly loading = new Map<string, Promise<Plan>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly ttlMs: number,
+    private readonly waitLimitMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** 402 when the allowance is already used up; 503 when the plan cannot be read. */
+  async check(projectId: string): Promise<void> {
+    const plan = await this.plan(projectId);
+    if (plan.allowance !== null && plan.billed >= plan.allowance) throw new HttpError('allowance_exhausted');
+  }
+
+  /** Reserves `events` for a write; waits while in-flight batches may still free room. */
+  async reserve(projectId: string, events: number): Promise<Reservation> {
+    const deadline = this.now() + this.waitLimitMs;
+    for (;;) {
+      const plan = await this.plan(projectId);
+      if (plan.allowance === null) return NONE;
+      if (plan.billed >= plan.allowance) throw new HttpError('allowance_exhausted');
+      if (plan.billed + plan.reserved < plan.allowance) {
+        plan.reserved += events;
+        return { projectId, events };
+      }
+      const left = deadline - this.now();
+      if (left <= 0) throw new HttpError('unavailable', 'Events near the end of the allowance are still being committed; retry shortly.', undefined, 1);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done() {
+          clearTimeout(timer);
+          plan.waiters.delete(done);
+          resolve();
+        }
+        plan.waiters.add(done);
+      });
+    }
+  }
+
+  /** After the commit: the reservation becomes what was actually billed. */
+  settle(r: Reservation, billed: number): void {
+    const plan = this.plans.get(r.projectId);
+    if (plan === undefined) return;
+    plan.reserved = Math.max(0, plan.reserved - r.events);
+    plan.billed += billed;
+    for (const w of [...plan.waiters]) w();
+  }
+
+  release(r: Reservation): void {
+    this.settle(r, 0);
+  }
+
+  /** A plan change on this instance applies at once. */
+  forget(projectId: string): void {
+    const plan = this.plans.get(projectId);
+    if (plan !== undefined) plan.loadedAt = -Infinity;
+  }
+
+  private async plan(projectId: string): Promise<Plan> {
+    const nowMs = this.now();
+    const plan = this.plans.get(projectId);
+    if (plan !== undefined && plan.month === currentMonth(nowMs)) {
+      if (nowMs - plan.loadedAt >= this.ttlMs) {
+        // Refresh in the background; only a plan changed here (loadedAt = -Infinity) is awaited.
+        const refresh = this.load(projectId);
+        if (plan.loadedAt === -Infinity) return refresh;
+        refresh.catch(() => undefined);
+      }
+      return plan;
+    }
+    return this.load(projectId);
+  }
+
+  private load(projectId: string): Promise<Plan> {
+    let p = this.loading.get(projectId);
+    if (p !== undefined) return p;
+    p = this.read(projectId).finally(() => this.loading.delete(projectId));
+    this.loading.set(projectId, p);
+    return p;
+  }
+
+  private async read(projectId: string): Promise<Plan> {
+    const startedAt = this.now();
+    let rows: { event_allowance: string | null; billed: string; month: string }[];
+    try {
+      rows = await this.sql`
+        SELECT p.event_allowance, coalesce(l.events_billed, 0) AS billed,
+               to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
+        FROM projects p
+        LEFT JOIN billing_ledger l ON l.project_id = p.project_id
+          AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
+        WHERE p.project_id = ${projectId}`;
+    } catch {
+      throw new HttpError('unavailable', "The project's plan could not be read; retry shortly.", undefined, 2);
+    }
+    const row = rows[0];
+    const allowance = row?.event_allowance == null ? null : Number(row.event_allowance);
+    const dbBilled = Number(row?.billed ?? 0);
+    const month = row?.month ?? currentMonth(startedAt);
+    const known = this.plans.get(projectId);
+    if (known !== undefined && known.month === month) {
+      // Our own commits may postdate the snapshot; others' show up in it. Take the larger.
+      known.allowance = allowance;
+      known.billed = Math.max(known.billed, dbBilled);
+      known.loadedAt = startedAt;
+      for (const w of [...known.waiters]) w();
+      return known;
+    }
+    const plan: Plan = { allowance, billed: dbBilled, reserved: known?.reserved ?? 0, month, loadedAt: startedAt, waiters: known?.waiters ?? new Set() };
+    this.plans.set(projectId, plan);
+    return plan;
+  }
+}

@@ -1,0 +1,77 @@
+// Token buckets keyed by credential: capacity `burst`, refilled continuously at `perMin` per minute.
+// The clock is injected so tests never sleep; buckets that have refilled completely carry no state
+// and are swept, so memory stays bounded by the keys active within one refill period.
+
+export interface BucketOptions {
+  burst: number;
+  perMin: number;
+  /** Seconds, monotonic. */
+  now?: () => number;
+  /** Hard bound on tracked keys; past it, full buckets are swept at once. */
+  maxKeys?: number;
+}
+
+export interface TakeResult {
+  ok: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until one request is allowed again (0 when ok). */
+  retryAfterS: number;
+  /** Seconds until the bucket is full again. */
+  resetS: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+const monotonicSeconds = () => performance.now() / 1000;
+
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly ratePerS: number;
+  private readonly now: () => number;
+  private readonly maxKeys: number;
+  private lastSweep: number;
+
+  constructor(private readonly opts: BucketOptions) {
+    this.ratePerS = opts.perMin / 60;
+    this.now = opts.now ?? monotonicSeconds;
+    this.maxKeys = opts.maxKeys ?? 1_000_000;
+    this.lastSweep = this.now();
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  take(key: string): TakeResult {
+    const t = this.now();
+    if (t - this.lastSweep > 60 || this.buckets.size >= this.maxKeys) this.sweep(t);
+    let b = this.buckets.get(key);
+    if (b === undefined) {
+      b = { tokens: this.opts.burst, at: t };
+      this.buckets.set(key, b);
+    } else {
+      b.tokens = Math.min(this.opts.burst, b.tokens + (t - b.at) * this.ratePerS);
+      b.at = t;
+    }
+    const ok = b.tokens >= 1;
+    if (ok) b.tokens -= 1;
+    return {
+      ok,
+      limit: this.opts.burst,
+      remaining: Math.floor(b.tokens),
+      retryAfterS: ok ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerS)),
+      resetS: Math.ceil((this.opts.burst - b.tokens) / this.ratePerS),
+    };
+  }
+
+  private sweep(t: number): void {
+    this.lastSweep = t;
+    for (const [key, b] of this.buckets) {
+      if (b.tokens + (t - b.at) * this.ratePerS >= this.opts.burst) this.buckets.delete(key);
+    }
+  }
+}

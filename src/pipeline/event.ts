@@ -1,0 +1,227 @@
+// Validation and repair of one event: a pure function of (event, mode) → (normalized event | null,
+// diagnostics). It runs unchanged in a worker, on the main thread and in unit tests.
+import { normalizeDate } from './dates.js';
+import type { DiagnosticSink } from './diagnostics.js';
+import { actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from './registry.js';
+import { displayKey, repairString, truncateCodePoints } from './strings.js';
+
+export const EVENT_TYPES: ReadonlySet<string> = new Set([
+  'message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform',
+]);
+
+export const LIMITS = Object.freeze({
+  textChars: 4096,
+  stringValueChars: 4096,
+  eventNameChars: 4096,
+  propsPerEvent: 1024,
+});
+
+/** Endpoint B sends events from a server; endpoint A from a mini-app (no user id, no origin, no floats). */
+export type Mode = 'server' | 'webapp';
+export type Origin = 'platform' | 'custom';
+type Props = Record<string, unknown>;
+
+export interface NormalizedEvent {
+  eventId: string;
+  eventName: string;
+  eventType: string;
+  eventDate: string;
+  /** Decimal digits of a positive int64; on endpoint A the caller supplies the initData user. */
+  platformUserId: string | null;
+  origin: Origin;
+  text: string | null;
+  propsString: Props | null;
+  propsLong: Props | null;
+  propsFloat: Props | null;
+  propsBool: Props | null;
+  tg: Props | null;
+  actionKey: string | null;
+}
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const USER_ID = /^[1-9][0-9]{0,18}$/;
+const INT64_MAX = 9223372036854775807n;
+export const PROP_KEY = /^[A-Za-z_][A-Za-z0-9_.]{0,127}$/;
+
+/** The lowercased UUID, or null when `value` is not one. */
+export function parseEventId(value: unknown): string | null {
+  return typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : null;
+}
+
+export function isUserId(value: string): boolean {
+  return USER_ID.test(value) && (value.length < 19 || BigInt(value) <= INT64_MAX);
+}
+
+/** How a diagnostic names the event: its id as sent (cut), since an invalid one is still the client's handle. */
+export function diagnosticId(value: unknown): string | null {
+  return typeof value === 'string' ? displayKey(value) : null;
+}
+
+const BUCKETS: ReadonlyArray<{ field: 'propsString' | 'propsLong' | 'propsFloat' | 'propsBool'; path: string; type: FieldType }> = [
+  { field: 'propsString', path: 'props_string', type: 'string' },
+  { field: 'propsLong', path: 'props_long', type: 'long' },
+  { field: 'propsFloat', path: 'props_float', type: 'float' },
+  { field: 'propsBool', path: 'props_bool', type: 'bool' },
+];
+
+function valueFits(type: FieldType, v: unknown): boolean {
+  switch (type) {
+    case 'string': return typeof v === 'string';
+    case 'long': return Number.isSafeInteger(v);
+    case 'float': return typeof v === 'number' && Number.isFinite(v);
+    case 'bool': return typeof v === 'boolean';
+  }
+}
+
+const TYPE_WORDS: Record<FieldType, string> = {
+  string: 'a string',
+  long: 'an integer between -(2^53-1) and 2^53-1',
+  float: 'a finite number',
+  bool: 'a boolean',
+};
+
+/** Repairs a string for storage, reporting each repair; returns the stored value. */
+function cleanString(s: string, max: number, id: string | null, path: string, truncCode: 'text_truncated' | 'prop_value_truncated' | 'event_name_truncated', diag: DiagnosticSink): string {
+  const r = repairString(s);
+  if (r.nulRemoved) diag.add(id, 'string_nul_removed', path, 'NUL characters were removed');
+  if (r.unicodeRepaired) diag.add(id, 'string_unicode_repaired', path, 'unpaired surrogates were replaced by U+FFFD');
+  const cut = truncateCodePoints(r.value, max);
+  if (cut === null) return r.value;
+  diag.add(id, truncCode, path, `longer than ${max} characters; truncated`);
+  return cut;
+}
+
+/**
+ * Checks and repairs one event whose eventId is already known to be valid.
+ * Returns null when the event is rejected (an error diagnostic was added).
+ */
+export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: DiagnosticSink): NormalizedEvent | null {
+  const id = diagnosticId(ev.eventId);
+  let ok = true;
+
+  let platformUserId: string | null = null;
+  if (mode === 'server') {
+    const u = ev.platformUserId;
+    if (u === undefined || u === null) {
+      diag.add(id, 'event_missing_identity', 'platform_user_id', 'platformUserId is required');
+      ok = false;
+    } else if (typeof u !== 'string' || !isUserId(u)) {
+      diag.add(id, 'platform_user_id_invalid', 'platform_user_id', 'platformUserId must be a string holding a positive 64-bit integer, e.g. "123456789"');
+      ok = false;
+    } else {
+      platformUserId = u;
+    }
+  }
+
+  const name = ev.eventName;
+  if (typeof name !== 'string' || name === '') {
+    diag.add(id, 'event_missing_identity', 'event_name', 'eventName must be a non-empty string');
+    ok = false;
+  }
+
+  const date = typeof ev.eventDate === 'string' ? normalizeDate(ev.eventDate) : null;
+  if (date === null) {
+    diag.add(id, 'event_date_invalid', 'event_date', 'eventDate must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z (years 0001-9999)');
+    ok = false;
+  }
+
+  let origin: Origin = 'custom';
+  if (mode === 'server') {
+    if (ev.eventOrigin === 'platform' || ev.eventOrigin === 'custom') origin = ev.eventOrigin;
+    else {
+      diag.add(id, 'event_origin_invalid', 'event_origin', 'eventOrigin must be "platform" or "custom"');
+      ok = false;
+    }
+  }
+  if (!ok) return null;
+
+  let eventType = ev.eventType;
+  if (typeof eventType !== 'string' || !EVENT_TYPES.has(eventType)) {
+    diag.add(id, 'event_type_unknown', 'event_type', 'eventType is not one of the nine categories; stored as "platform"');
+    eventType = 'platform';
+  }
+
+  const eventName = cleanString(name as string, LIMITS.eventNameChars, id, 'event_name', 'event_name_truncated', diag);
+
+  let text: string | null = null;
+  if (ev.text !== undefined && ev.text !== null) {
+    if (typeof ev.text === 'string') text = cleanString(ev.text, LIMITS.textChars, id, 'text', 'text_truncated', diag);
+    else diag.add(id, 'text_type_invalid', 'text', 'text must be a string; dropped');
+  }
+
+  const out: NormalizedEvent = {
+    eventId,
+    eventName,
+    eventType: eventType as string,
+    eventDate: date!,
+    platformUserId,
+    origin,
+    text,
+    propsString: null,
+    propsLong: null,
+    propsFloat: null,
+    propsBool: null,
+    tg: null,
+    actionKey: null,
+  };
+  collectProps(ev, out, mode, id, diag);
+  if (out.tg !== null) out.actionKey = actionKey(out.tg);
+  return out;
+}
+
+function collectProps(ev: Props, out: NormalizedEvent, mode: Mode, id: string | null, diag: DiagnosticSink): void {
+  const promote = out.origin === 'platform';
+  let kept = 0;
+  let dropped = 0;
+  for (const bucket of BUCKETS) {
+    // Endpoint A has no float bucket; the spec ignores it silently.
+    if (mode === 'webapp' && bucket.type === 'float') continue;
+    const src = ev[bucket.field];
+    if (src === undefined || src === null) continue;
+    if (typeof src !== 'object' || Array.isArray(src)) {
+      diag.add(id, 'props_bucket_invalid', bucket.path, `${bucket.field} must be a JSON object; dropped`);
+      continue;
+    }
+    let flat: Props | null = null;
+    for (const key of Object.keys(src)) {
+      let value = (src as Props)[key];
+      if (key.charCodeAt(0) === 36 /* $ */) {
+        diag.add(id, 'prop_key_reserved', `${bucket.path}.${displayKey(key)}`, 'keys starting with "$" are reserved for the platform; dropped');
+        continue;
+      }
+      if (!PROP_KEY.test(key)) {
+        diag.add(id, 'prop_key_invalid', `${bucket.path}.${displayKey(key)}`, 'key must match ^[A-Za-z_][A-Za-z0-9_.]{0,127}$; dropped');
+        continue;
+      }
+      if (!valueFits(bucket.type, value)) {
+        diag.add(id, 'prop_value_type_invalid', `${bucket.path}.${key}`, `value must be ${TYPE_WORDS[bucket.type]}; dropped`);
+        continue;
+      }
+      if (kept >= LIMITS.propsPerEvent) {
+        dropped++;
+        continue;
+      }
+      kept++;
+      if (bucket.type === 'string') {
+        value = cleanString(value as string, LIMITS.stringValueChars, id, `${bucket.path}.${key}`, 'prop_value_truncated', diag);
+      }
+      if (promote && key.startsWith(TG_PREFIX)) {
+        const field = key.slice(TG_PREFIX.length);
+        if (Object.hasOwn(TG_REGISTRY, field)) {
+          const want = TG_REGISTRY[field]!;
+          if (want === bucket.type) {
+            (out.tg ??= Object.create(null) as Props)[field] = value;
+            continue;
+          }
+          diag.add(id, 'prop_type_mismatch', `${bucket.path}.${key}`, `canonical field tg.${field} belongs in props_${want === 'bool' ? 'bool' : want}; kept as a flat property`);
+        }
+      }
+      // Null prototype: "__proto__" and "constructor" are valid keys and must stay plain data.
+      (flat ??= Object.create(null) as Props)[key] = value;
+    }
+    if (flat !== null) out[bucket.field] = flat;
+  }
+  if (dropped > 0) {
+    diag.add(id, 'props_limit_exceeded', 'props', `${kept + dropped} properties exceed the limit of ${LIMITS.propsPerEvent}; the last ${dropped} were dropped`);
+  }
+}

@@ -1,0 +1,343 @@
+// The single writer of a process: it gathers the rows of many requests and commits them together
+// (a batch closes on a row count or after a few milliseconds), one transaction per batch on each
+// of a few dedicated connections. A request's promise settles only after its batch has committed.
+//
+// Dedup is optimistic: rows are COPied straight into `events`; only when that meets an existing
+// (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
+import { connect, type Sql } from '../db/connect.js';
+import type { ActionRow, BotSnapshot, UserSeen } from '../pipeline/batch.js';
+import { completeRow } from '../pipeline/copy-text.js';
+import { copyIn } from './copy-in.js';
+import {
+  addToLedger, type BotRow, claimActions, COPY_EVENTS, COPY_STAGING, insertStaged, type LedgerRow, ownerOf,
+  resetStaging, updateBots, upsertUsers, type UserRow,
+} from './statements.js';
+
+export interface WriteRequest {
+  projectId: string;
+  botId: string;
+  /** The billing connection: channel plus credential ("token:<id>", "webapp:<botId>"). */
+  connection: string;
+  receivedAt: string;
+  /** COPY text of complete rows (billed = t). */
+  rows: Uint8Array;
+  rowCount: number;
+  actions: ActionRow[];
+  users: UserSeen[];
+  /** True when `users` come from verified initData and replace stored profiles. */
+  authoritativeProfiles: boolean;
+  bot: BotSnapshot | null;
+}
+
+export interface WriteOutcome {
+  /** Rows this request added to `events`. */
+  stored: number;
+  billed: number;
+  /** Stored with billed = false: another connection reported the same action first. */
+  storedNotBilled: number;
+  /** Accepted events already stored by an earlier request: not stored or billed again. */
+  redelivered: number;
+}
+
+export type WriteFailure = 'unavailable' | 'internal';
+
+export class WriteError extends Error {
+  constructor(readonly kind: WriteFailure, message: string, override readonly cause?: unknown) {
+    super(message);
+    this.name = 'WriteError';
+  }
+}
+
+export interface CommitInfo {
+  requests: number;
+  rows: number;
+  ms: number;
+  path: 'copy' | 'staging';
+}
+
+export interface WriterOptions {
+  url: string;
+  connections: number;
+  batchMaxRows: number;
+  batchMaxWaitMs: number;
+  writeTimeoutMs: number;
+  onCommit?: (info: CommitInfo) => void;
+  onError?: (err: unknown, kind: WriteFailure | 'retry' | 'conflict') => void;
+}
+
+interface Pending {
+  req: WriteRequest;
+  total: number;
+  enqueuedAt: number;
+  resolve: (o: WriteOutcome) => void;
+  reject: (e: WriteError) => void;
+}
+
+interface Slot {
+  id: number;
+  sql: Sql;
+  busy: boolean;
+}
+
+const RETRIES = 3;
+
+type Failure = 'conflict' | 'retry' | 'unavailable' | 'data';
+
+function classify(err: unknown): Failure {
+  const e = err as { code?: string; constraint_name?: string };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code === '23505' && e.constraint_name === 'events_project_event_key') return 'conflict';
+  if (code === '40P01' || code === '40001') return 'retry';
+  // SQLSTATE classes 22, 23, 42, XX: the data or the statement; anything else is the database's state.
+  if (/^(22|23|42|XX)[0-9A-Z]{3}$/.test(code)) return 'data';
+  return 'unavailable';
+}
+
+class Timeout extends Error {}
+
+export class Writer {
+  private readonly queue: Pending[] = [];
+  private queuedRows = 0;
+  private readonly slots: Slot[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly opts: WriterOptions) {
+    for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, sql: this.newSql(i), busy: false });
+  }
+
+  private newSql(i: number): Sql {
+    // One max:1 client per connection: a COPY must never share a connection with queued queries.
+    return connect(this.opts.url, { max: 1, name: `tg-ingest writer ${i}` });
+  }
+
+  get pendingRequests(): number {
+    return this.queue.length + this.slots.filter((s) => s.busy).length;
+  }
+
+  submit(req: WriteRequest): Promise<WriteOutcome> {
+    if (this.closed) return Promise.reject(new WriteError('unavailable', 'the writer is closed'));
+    return new Promise((resolve, reject) => {
+      const total = req.rowCount + req.actions.length;
+      this.queue.push({ req, total, enqueuedAt: performance.now(), resolve, reject });
+      this.queuedRows += total;
+      this.kick();
+    });
+  }
+
+  /** Resolves once everything submitted so far has settled. */
+  drain(): Promise<void> {
+    if (this.queue.length === 0 && this.slots.every((s) => !s.busy)) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.idleWaiters.push(resolve);
+      this.kick(true);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.all(this.slots.map((s) => s.sql.end({ timeout: 5 })));
+  }
+
+  private kick(now = false): void {
+    while (this.queue.length > 0) {
+      const slot = this.slots.find((s) => !s.busy);
+      if (!slot) return;
+      const waited = performance.now() - this.queue[0]!.enqueuedAt;
+      const flushNow = now || this.idleWaiters.length > 0 || this.queuedRows >= this.opts.batchMaxRows || waited >= this.opts.batchMaxWaitMs;
+      if (!flushNow) {
+        this.timer ??= setTimeout(() => {
+          this.timer = null;
+          this.kick();
+        }, Math.max(1, Math.ceil(this.opts.batchMaxWaitMs - waited)));
+        return;
+      }
+      const batch: Pending[] = [];
+      let rows = 0;
+      while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0]!.total <= this.opts.batchMaxRows)) {
+        const p = this.queue.shift()!;
+        rows += p.total;
+        batch.push(p);
+      }
+      this.queuedRows -= rows;
+      slot.busy = true;
+      void this.runBatch(slot, batch).finally(() => {
+        slot.busy = false;
+        this.kick();
+        if (this.queue.length === 0 && this.slots.every((s) => !s.busy)) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
+          for (const w of waiters) w();
+        }
+      });
+    }
+  }
+
+  /** Commits a batch, splitting it when one request's rows are refused so the others still commit. */
+  private async runBatch(slot: Slot, batch: Pending[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outcomes = await this.withTimeout(slot, () => this.commit(slot.sql, batch));
+        batch.forEach((p, i) => p.resolve(outcomes[i]!));
+        return;
+      } catch (err) {
+        const kind = err instanceof Timeout ? 'unavailable' : classify(err);
+        this.opts.onError?.(err, kind === 'data' ? 'internal' : kind);
+        if (kind === 'retry' && attempt < RETRIES) continue;
+        if (kind === 'data' && batch.length > 1) {
+          for (const p of batch) await this.runBatch(slot, [p]);
+          return;
+        }
+        const failure: WriteFailure = kind === 'data' ? 'internal' : 'unavailable';
+        const error = new WriteError(failure, failure === 'internal' ? 'the database refused the rows' : 'the database is unavailable', err);
+        for (const p of batch) p.reject(error);
+        return;
+      }
+    }
+  }
+
+  private async withTimeout<T>(slot: Slot, fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Timeout(`group commit exceeded ${this.opts.writeTimeoutMs} ms`)), this.opts.writeTimeoutMs);
+    });
+    const work = fn();
+    try {
+      return await Promise.race([work, timeout]);
+    } catch (err) {
+      if (err instanceof Timeout) {
+        // The connection may be stuck mid-transaction: replace it. Whatever it still commits is
+        // redelivered harmlessly when the client retries.
+        work.catch(() => undefined);
+        const old = slot.sql;
+        slot.sql = this.newSql(slot.id);
+        void old.end({ timeout: 0 }).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async commit(sql: Sql, batch: Pending[]): Promise<WriteOutcome[]> {
+    const started = performance.now();
+    try {
+      const out = await this.transaction(sql, batch, false);
+      this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'copy' });
+      return out.outcomes;
+    } catch (err) {
+      await sql.unsafe('ROLLBACK').catch(() => undefined);
+      if (classify(err) !== 'conflict') throw err;
+      this.opts.onError?.(err, 'conflict');
+    }
+    try {
+      const out = await this.transaction(sql, batch, true);
+      this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'staging' });
+      return out.outcomes;
+    } catch (err) {
+      await sql.unsafe('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async transaction(sql: Sql, batch: Pending[], staged: boolean): Promise<{ outcomes: WriteOutcome[]; rows: number }> {
+    await sql.unsafe('BEGIN');
+    const owners = await claimActions(sql, batch.flatMap((p) => p.req.actions.map((a) => ({ projectId: p.req.projectId, key: a.key, connection: p.req.connection }))));
+    const encoder = new TextEncoder();
+    const chunks: Uint8Array[] = [];
+    const notBilled: number[] = [];
+    for (const p of batch) {
+      chunks.push(p.req.rows);
+      let text = '';
+      let unbilled = 0;
+      for (const a of p.req.actions) {
+        const billed = ownerOf(owners, p.req.projectId, a.key) === p.req.connection;
+        if (!billed) unbilled++;
+        text += completeRow(a.prefix, billed);
+      }
+      if (text !== '') chunks.push(encoder.encode(text));
+      notBilled.push(unbilled);
+    }
+
+    let outcomes: WriteOutcome[];
+    if (!staged) {
+      await copyIn(sql, COPY_EVENTS, chunks);
+      outcomes = batch.map((p, i) => ({ stored: p.total, billed: p.total - notBilled[i]!, storedNotBilled: notBilled[i]!, redelivered: 0 }));
+    } else {
+      await resetStaging(sql);
+      await copyIn(sql, COPY_STAGING, chunks);
+      const bounds: number[] = [];
+      let next = 1;
+      for (const p of batch) {
+        bounds.push(next);
+        next += p.total;
+      }
+      const counts = await insertStaged(sql, bounds);
+      outcomes = batch.map((p) => ({ stored: 0, billed: 0, storedNotBilled: 0, redelivered: p.total }));
+      for (const c of counts) {
+        const o = outcomes[c.req]!;
+        o.stored = c.inserted;
+        o.storedNotBilled = c.notBilled;
+        o.billed = c.inserted - c.notBilled;
+        o.redelivered = batch[c.req]!.total - c.inserted;
+      }
+    }
+
+    const tail: Promise<unknown>[] = [];
+    const users = mergeUsers(batch);
+    if (users.partial.length > 0) tail.push(upsertUsers(sql, users.partial, false));
+    if (users.authoritative.length > 0) tail.push(upsertUsers(sql, users.authoritative, true));
+    const bots = latestBots(batch);
+    if (bots.length > 0) tail.push(updateBots(sql, bots));
+    const ledger = ledgerRows(batch, outcomes);
+    if (ledger.length > 0) tail.push(addToLedger(sql, ledger));
+    // Pipelined: the statements go out together; COMMIT only reports ROLLBACK if one failed, so check each.
+    const commit = sql.unsafe('COMMIT');
+    const results = await Promise.allSettled([...tail, commit]);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    return { outcomes, rows: batch.reduce((n, p) => n + p.total, 0) };
+  }
+}
+
+function mergeUsers(batch: Pending[]): { partial: UserRow[]; authoritative: UserRow[] } {
+  const partial = new Map<string, UserRow>();
+  const authoritative = new Map<string, UserRow>();
+  for (const p of batch) {
+    const target = p.req.authoritativeProfiles ? authoritative : partial;
+    for (const u of p.req.users) {
+      const key = `${p.req.projectId}:${u.id}`;
+      const prev = target.get(key);
+      target.set(key, prev === undefined ? { ...u, projectId: p.req.projectId, seenAt: p.req.receivedAt } : { ...prev, ...definedOnly(u), seenAt: p.req.receivedAt });
+    }
+  }
+  return { partial: [...partial.values()], authoritative: [...authoritative.values()] };
+}
+
+function definedOnly(u: UserSeen): Partial<UserSeen> {
+  const out: Partial<UserSeen> = {};
+  for (const [k, v] of Object.entries(u)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+function latestBots(batch: Pending[]): BotRow[] {
+  const bots = new Map<string, BotRow>();
+  for (const p of batch) if (p.req.bot !== null) bots.set(p.req.botId, { ...p.req.bot, botId: p.req.botId });
+  return [...bots.values()];
+}
+
+function ledgerRows(batch: Pending[], outcomes: WriteOutcome[]): LedgerRow[] {
+  const rows = new Map<string, LedgerRow>();
+  batch.forEach((p, i) => {
+    const o = outcomes[i]!;
+    if (o.stored === 0) return;
+    const r = rows.get(p.req.projectId) ?? { projectId: p.req.projectId, billed: 0, stored: 0 };
+    r.billed += o.billed;
+    r.stored += o.stored;
+    rows.set(p.req.projectId, r);
+  });
+  return [...rows.values()];
+}

@@ -1,0 +1,66 @@
+// Calls over real HTTP, and builders for valid payloads.
+import { randomUUID } from 'node:crypto';
+import { ADMIN_TOKEN } from './server.js';
+
+export interface Res<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<Res<T>> {
+  const { method = 'GET', headers = {}, body } = init;
+  const payload = body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const hasType = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type');
+  const res = await fetch(url, {
+    method,
+    headers: payload !== undefined && !hasType ? { 'content-type': 'application/json', ...headers } : headers,
+    body: payload as BodyInit | undefined,
+  });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export function admin<T = any>(base: string, method: string, path: string, body?: unknown): Promise<Res<T>> {
+  return call<T>(`${base}${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
+}
+
+export interface Provisioned {
+  projectId: string;
+  botId: string;
+  token: string;
+  tokenId: string;
+}
+
+export async function provision(base: string, opts: { eventAllowance?: number | null; messengerBotId?: number } = {}): Promise<Provisioned> {
+  const p = await admin(base, 'POST', '/admin/projects', { name: 'test project', eventAllowance: opts.eventAllowance ?? null });
+  if (p.status !== 201) throw new Error(`create project: ${p.status} ${p.text}`);
+  const b = await admin(base, 'POST', '/admin/bots', { projectId: p.body.projectId, messengerBotId: opts.messengerBotId ?? 7000001 });
+  if (b.status !== 201) throw new Error(`create bot: ${b.status} ${b.text}`);
+  const t = await admin(base, 'POST', `/admin/bots/${b.body.botId}/tokens`);
+  if (t.status !== 201) throw new Error(`create token: ${t.status} ${t.text}`);
+  return { projectId: p.body.projectId, botId: b.body.botId, token: t.body.token, tokenId: t.body.tokenId };
+}
+
+export function postB<T = any>(base: string, token: string | null, body: unknown, headers: Record<string, string> = {}, path = '/tg'): Promise<Res<T>> {
+  return call<T>(`${base}${path}`, { method: 'POST', headers: token === null ? headers : { 'x-api-key': token, ...headers }, body });
+}
+
+export function serverEvent(over: Record<string, unknown> = {}): Record<string, any> {
+  return {
+    eventId: randomUUID(),
+    eventName: 'message_received',
+    eventDate: '2026-11-22T10:00:00Z',
+    eventType: 'message',
+    eventOrigin: 'custom',
+    platformUserId: '1001',
+    ...over,
+  };
+}

@@ -1,0 +1,79 @@
+// The real service as a child process on an ephemeral port, as an operator would run it.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  /** Every log line so far, parsed. */
+  logs: Record<string, unknown>[];
+  /** Raw stdout + stderr. */
+  output: string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  kill(): Promise<void>;
+}
+
+export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  const proc = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN,
+      WORKERS: '1',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const output: string[] = [];
+  const exited = once(proc, 'exit');
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('\n')}`)), 30_000);
+    createInterface({ input: proc.stderr! }).on('line', (line) => output.push(line));
+    createInterface({ input: proc.stdout! }).on('line', (line) => {
+      output.push(line);
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (typeof entry.port === 'number' && String(entry.msg).startsWith('listening')) {
+          clearTimeout(timer);
+          resolve(entry.port);
+        }
+      } catch {
+        // not a log line
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output.join('\n')}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    proc,
+    logs,
+    output,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode !== null) return proc.exitCode;
+      proc.kill(signal);
+      const [code] = await exited;
+      return code as number | null;
+    },
+    async kill() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
