@@ -90,7 +90,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   }));
   for (const path of ['/tg', '/messenger']) server.route('post', path, b).route('any', path, methodNotAllowed('POST'));
   for (const path of webappPaths) {
-    server.route('post', path, a).route('options', path, corsPreflight(cors)).route('any', path, methodNotAllowed('POST, OPTIONS'));
+    server.route('post', path, a).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
   }
 
   mountAdmin(server, new AdminStore(sql), adminToken, {

@@ -10,7 +10,6 @@ export const ERRORS = {
   unsupported_version: { status: 400, message: 'Unrecognised "version"; omit the field.' },
   event_invalid: { status: 400, message: 'An event lacks a field required at parse time; nothing was stored.' },
   bot_id_invalid: { status: 400, message: '"botId" must be a UUID.' },
-  auth_invalid: { status: 400, message: '"auth" must be an object with a string "initData".' },
   invalid_gzip: { status: 400, message: 'The gzip body could not be decompressed.' },
   bad_request: { status: 400, message: 'The request is invalid.' },
   // 401: who is calling could not be established.
@@ -40,7 +39,6 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, message: 'The body must be application/json.' },
   unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
   rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
-  conflict: { status: 409, message: 'The request conflicts with the current state.' },
   // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
   internal: { status: 500, message: 'Internal error.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable; retry after the delay in Retry-After.' },

@@ -47,11 +47,11 @@ export function corsHeaders(req: Request, policy: CorsPolicy): Record<string, st
   return { Vary: 'Origin' };
 }
 
-export function corsPreflight(policy: CorsPolicy): Handler {
-  return (req) => ({
+/** The preflight's own headers; Access-Control-Allow-Origin comes with every reply on these paths. */
+export function corsPreflight(): Handler {
+  return () => ({
     status: 204,
     headers: {
-      ...corsHeaders(req, policy),
       'Access-Control-Allow-Methods': 'POST, OPTIONS',
       'Access-Control-Allow-Headers': 'Content-Type, Content-Encoding, X-Request-Id',
       'Access-Control-Max-Age': '86400',

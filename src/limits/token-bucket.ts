@@ -7,7 +7,7 @@ export interface BucketOptions {
   perMin: number;
   /** Seconds, monotonic. */
   now?: () => number;
-  /** Hard bound on tracked keys; past it, full buckets are swept at once. */
+  /** Hard bound on tracked keys; past it, full buckets are swept at once, then the oldest. */
   maxKeys?: number;
 }
 
@@ -72,6 +72,14 @@ export class TokenBuckets {
     this.lastSweep = t;
     for (const [key, b] of this.buckets) {
       if (b.tokens + (t - b.at) * this.ratePerS >= this.opts.burst) this.buckets.delete(key);
+    }
+    // Still over the bound with every key active: drop the oldest down to 90%, so sweeps stay rare.
+    if (this.buckets.size >= this.maxKeys) {
+      let excess = this.buckets.size - Math.floor(this.maxKeys * 0.9);
+      for (const key of this.buckets.keys()) {
+        if (excess-- <= 0) break;
+        this.buckets.delete(key);
+      }
     }
   }
 }

@@ -96,6 +96,7 @@ export interface UserRow extends UserSeen {
   seenAt: string;
 }
 
+// postgres.js infers an array's type from its values and gets boolean arrays wrong; booleans travel as text.
 function col<T>(rows: UserRow[], f: (u: UserRow) => T): T[] {
   return rows.map(f);
 }
@@ -115,7 +116,7 @@ export function upsertUsers(sql: Sql, rows: UserRow[], authoritative: boolean) {
     FROM unnest(${col(rows, (r) => r.projectId)}::uuid[], ${col(rows, (r) => r.id)}::bigint[],
                 ${col(rows, (r) => r.username ?? null)}::text[], ${col(rows, (r) => r.firstName ?? null)}::text[],
                 ${col(rows, (r) => r.lastName ?? null)}::text[], ${col(rows, (r) => r.languageCode ?? null)}::text[],
-                ${col(rows, (r) => r.isPremium ?? null)}::bool[], ${col(rows, (r) => r.seenAt)}::timestamptz[])
+                ${col(rows, (r) => (r.isPremium == null ? null : String(r.isPremium)))}::text[]::bool[], ${col(rows, (r) => r.seenAt)}::timestamptz[])
       AS s(p, id, un, fn, ln, lc, ip, ts)
     ORDER BY p, id
     ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET

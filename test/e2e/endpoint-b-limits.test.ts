@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, postB, provision, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+let db: TestDatabase;
+let srv: RunningServer;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, { RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_MIN: '60', AUTH_CACHE_TTL_MS: '300' });
+});
+afterAll(async () => {
+  await srv?.stop();
+  await db?.drop();
+});
+
+describe('endpoint B: rate limit', () => {
+  it('allows the burst, then answers 429 at once with Retry-After, per token', async () => {
+    const p = await provision(srv.url);
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 4; i++) {
+      last = await postB(srv.url, p.token, { events: [serverEvent()] });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([202, 202, 202, 429]);
+    expect(last!.body.error).toBe('rate_limited');
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(last!.headers.get('ratelimit-limit')).toBe('3');
+    expect(last!.headers.get('ratelimit-remaining')).toBe('0');
+    // Checked before the body is even read: an invalid body over the limit is still a 429.
+    expect((await postB(srv.url, p.token, 'not json')).status).toBe(429);
+    // Another token of the same bot has its own bucket.
+    const other = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token as string;
+    const r = await postB(srv.url, other, { events: [serverEvent()] });
+    expect(r.status).toBe(202);
+    expect(r.headers.get('ratelimit-remaining')).toBe('2');
+    // The bucket refills at RATE_LIMIT_PER_MIN (one per second here).
+    await new Promise((res) => setTimeout(res, 1100));
+    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+  });
+});
+
+describe('endpoint B: database trouble', () => {
+  it('503 with Retry-After when an uncached plan cannot be read', async () => {
+    const p = await provision(srv.url);
+    await db.sql`ALTER TABLE billing_ledger RENAME TO billing_ledger_away`;
+    try {
+      const r = await postB(srv.url, p.token, { events: [serverEvent()] });
+      expect(r.status).toBe(503);
+      expect(r.body.error).toBe('unavailable');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    } finally {
+      await db.sql`ALTER TABLE billing_ledger_away RENAME TO billing_ledger`;
+    }
+    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+  });
+
+  it('503 when the commit fails, and the retried request is then stored once', async () => {
+    const p = await provision(srv.url);
+    const name = new URL(db.url).pathname.slice(1);
+    const dropWriters = () => db.sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'tg-ingest writer%'`;
+    const events = [serverEvent(), serverEvent(), serverEvent()];
+    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    // As after a failover to a read-only server: the writer's connections come back unable to write.
+    await db.sql.unsafe(`ALTER DATABASE ${name} SET default_transaction_read_only = on`);
+    await dropWriters();
+    try {
+      const r = await postB(srv.url, p.token, { events });
+      expect(r.status).toBe(503);
+      expect(r.body.error).toBe('unavailable');
+      expect(r.headers.get('retry-after')).toBe('1');
+      const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+      expect(n).toBe(0);
+    } finally {
+      await db.sql.unsafe(`ALTER DATABASE ${name} RESET default_transaction_read_only`);
+      await dropWriters();
+    }
+    await new Promise((res) => setTimeout(res, 1100));
+    const retry = await postB(srv.url, p.token, { events });
+    expect(retry.status).toBe(202);
+    expect(retry.body.accepted).toBe(3);
+    const again = await postB(srv.url, p.token, { events });
+    expect(again.body.accepted).toBe(3);
+    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+    expect(n).toBe(3);
+  });
+});
+
+describe('endpoint B: token revocation across instances', () => {
+  it('a token revoked through one instance stops working on another within seconds', async () => {
+    const second = await startServer(db.url, { AUTH_CACHE_TTL_MS: '300', RATE_LIMIT_BURST: '1000' });
+    try {
+      const p = await provision(srv.url);
+      expect((await postB(second.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+      expect((await admin(srv.url, 'DELETE', `/admin/tokens/${p.tokenId}`)).status).toBe(204);
+      const started = Date.now();
+      let status = 202;
+      while (status !== 401 && Date.now() - started < 5000) {
+        status = (await postB(second.url, p.token, { events: [serverEvent()] })).status;
+        if (status !== 401) await new Promise((res) => setTimeout(res, 50));
+      }
+      expect(status).toBe(401);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await second.stop();
+    }
+  });
+});

@@ -1,0 +1,372 @@
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+let db: TestDatabase;
+let srv: RunningServer;
+let p: Provisioned;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, { RATE_LIMIT_BURST: '100000', MAX_BODY_BYTES: '2000000' });
+  p = await provision(srv.url);
+});
+afterAll(async () => {
+  await srv?.stop();
+  await db?.drop();
+});
+
+const stored = (eventId: string) => db.sql`SELECT * FROM events WHERE event_id = ${eventId}`;
+
+describe('endpoint B: success', () => {
+  it('stores accepted events and answers 202 with the counts', async () => {
+    const e = serverEvent({ text: 'hello', propsString: { plan: 'pro' }, propsLong: { n: 3 }, propsFloat: { f: 1.5 }, propsBool: { b: true } });
+    const r = await postB(srv.url, p.token, { events: [e] });
+    expect(r.status).toBe(202);
+    expect(r.body).toEqual({ accepted: 1, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0, diagnostics_truncated: false, diagnostics: [] });
+    const [row] = await stored(e.eventId);
+    expect(row).toMatchObject({
+      project_id: p.projectId, bot_id: p.botId, event_id: e.eventId, event_name: 'message_received', event_type: 'message',
+      platform_user_id: '1001', origin: 'custom', channel: 'bot_api', text: 'hello', props_string: { plan: 'pro' },
+      props_long: { n: 3 }, props_float: { f: 1.5 }, props_bool: { b: true }, tg: null, billed: true,
+    });
+    expect(row!.event_date.toISOString()).toBe('2026-11-22T10:00:00.000Z');
+    expect(Math.abs(row!.received_at.getTime() - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('serves the same handler under /messenger', async () => {
+    const e = serverEvent();
+    const r = await postB(srv.url, p.token, { events: [e] }, {}, '/messenger');
+    expect(r.status).toBe(202);
+    expect(await stored(e.eventId)).toHaveLength(1);
+  });
+
+  it('accepts a gzip body', async () => {
+    const events = Array.from({ length: 200 }, () => serverEvent());
+    const r = await postB(srv.url, p.token, gzipSync(JSON.stringify({ events })), { 'content-encoding': 'gzip', 'content-type': 'application/json' });
+    expect(r.status).toBe(202);
+    expect(r.body.accepted).toBe(200);
+    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+    expect(n).toBe(200);
+  });
+
+  it('accepts version "1" and ignores unknown fields and a smuggled project or bot id', async () => {
+    const other = await provision(srv.url);
+    const e = serverEvent({ projectId: other.projectId, botId: other.botId, extra: { nested: true } });
+    const r = await postB(srv.url, p.token, { version: '1', events: [e], projectId: other.projectId, botId: other.botId });
+    expect(r.status).toBe(202);
+    const [row] = await stored(e.eventId);
+    expect(row).toMatchObject({ project_id: p.projectId, bot_id: p.botId });
+  });
+
+  it('works through a large batch of 1000 events via the worker pool', async () => {
+    const events = Array.from({ length: 1000 }, (_, i) => serverEvent({ propsString: { i: String(i), pad: 'x'.repeat(100) } }));
+    const r = await postB(srv.url, p.token, { events });
+    expect(r.status).toBe(202);
+    expect(r.body.accepted).toBe(1000);
+    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+    expect(n).toBe(1000);
+  });
+});
+
+describe('endpoint B: request-level errors', () => {
+  const expectError = (r: { status: number; body: { error: string; message: string } }, status: number, error: string) => {
+    expect(r.status).toBe(status);
+    expect(r.body.error).toBe(error);
+    expect(typeof r.body.message).toBe('string');
+  };
+
+  it('401 without a key, with an unknown key, with a revoked key', async () => {
+    expectError(await postB(srv.url, null, { events: [serverEvent()] }), 401, 'api_key_missing');
+    expectError(await postB(srv.url, 'tgk_unknownunknownunknownunknownunknownunknown', { events: [serverEvent()] }), 401, 'api_key_invalid');
+    expectError(await postB(srv.url, 'garbage', { events: [serverEvent()] }), 401, 'api_key_invalid');
+    const other = await provision(srv.url);
+    await admin(srv.url, 'DELETE', `/admin/tokens/${other.tokenId}`);
+    expectError(await postB(srv.url, other.token, { events: [serverEvent()] }), 401, 'api_key_invalid');
+  });
+
+  it('403 when API ingestion is off and when the bot has no project', async () => {
+    const other = await provision(srv.url);
+    await admin(srv.url, 'PATCH', `/admin/bots/${other.botId}`, { apiIngest: false });
+    expectError(await postB(srv.url, other.token, { events: [serverEvent()] }), 403, 'api_ingest_disabled');
+    await admin(srv.url, 'PATCH', `/admin/bots/${other.botId}`, { apiIngest: true, projectId: null });
+    const r = await postB(srv.url, other.token, { events: [serverEvent()] });
+    expectError(r, 403, 'bot_not_linked');
+    expect(r.body.message).toContain('not linked to a project');
+  });
+
+  it('400 for bodies that are not a batch', async () => {
+    for (const [body, error] of [
+      ['{"events": [', 'invalid_json'], ['[1,2]', 'invalid_body'], ['"text"', 'invalid_body'], [{}, 'events_invalid'], [{ events: 'x' }, 'events_invalid'],
+      [{ events: [] }, 'events_invalid'], [{ events: Array.from({ length: 1001 }, () => serverEvent()) }, 'events_invalid'],
+      [{ events: [serverEvent()], version: '2' }, 'unsupported_version'], [{ events: [serverEvent()], version: null }, 'unsupported_version'],
+    ] as const) {
+      expectError(await postB(srv.url, p.token, body), 400, error);
+    }
+  });
+
+  it('400 and nothing stored when an event lacks a field required at parse time', async () => {
+    for (const field of ['eventId', 'eventDate', 'eventType', 'eventOrigin']) {
+      const good = serverEvent();
+      const bad = serverEvent({ [field]: undefined });
+      const r = await postB(srv.url, p.token, { events: [good, bad] });
+      expectError(r, 400, 'event_invalid');
+      expect(r.body.details).toEqual({ index: 1, field });
+      expect(await stored(good.eventId)).toHaveLength(0);
+      const typed = await postB(srv.url, p.token, { events: [serverEvent({ [field]: 12 })] });
+      expectError(typed, 400, 'event_invalid');
+    }
+    expectError(await postB(srv.url, p.token, { events: [serverEvent(), null] }), 400, 'event_invalid');
+  });
+
+  it('400 with the normal body when every event is rejected', async () => {
+    const r = await postB(srv.url, p.token, { events: [serverEvent({ platformUserId: undefined }), serverEvent({ platformUserId: undefined })] });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ accepted: 0, rejected: 2, not_consumed_duplicated: 0, stored_not_billed: 0, diagnostics_truncated: false });
+    expect(r.body.diagnostics).toHaveLength(2);
+  });
+
+  it('415 for other content types and encodings, 400 for broken gzip, 413 for bombs', async () => {
+    expectError(await postB(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-type': 'text/xml' }), 415, 'unsupported_media_type');
+    expectError(await postB(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-encoding': 'br' }), 415, 'unsupported_encoding');
+    expectError(await postB(srv.url, p.token, Buffer.from('not gzip'), { 'content-encoding': 'gzip' }), 400, 'invalid_gzip');
+    const bomb = gzipSync(Buffer.alloc(50_000_000, 0x20));
+    expect(bomb.length).toBeLessThan(2_000_000);
+    expectError(await postB(srv.url, p.token, bomb, { 'content-encoding': 'gzip' }), 413, 'payload_too_large');
+    expectError(await postB(srv.url, p.token, 'x'.repeat(2_100_000)), 413, 'payload_too_large');
+    expect((await call(`${srv.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('endpoint B: per-event rules', () => {
+  it('rejects events with errors and reports each with its code and path', async () => {
+    const cases = [
+      [{ platformUserId: undefined }, 'event_missing_identity', 'platform_user_id'],
+      [{ eventName: undefined }, 'event_missing_identity', 'event_name'],
+      [{ eventName: '' }, 'event_missing_identity', 'event_name'],
+      [{ platformUserId: 12345 }, 'platform_user_id_invalid', 'platform_user_id'],
+      [{ platformUserId: '99999999999999999999' }, 'platform_user_id_invalid', 'platform_user_id'],
+      [{ eventId: 'not-a-uuid' }, 'event_id_invalid', 'event_id'],
+      [{ eventDate: '31.01.2026' }, 'event_date_invalid', 'event_date'],
+      [{ eventOrigin: 'sdk' }, 'event_origin_invalid', 'event_origin'],
+    ] as const;
+    const good = serverEvent();
+    const events = [good, ...cases.map(([over]) => serverEvent(over))];
+    const r = await postB(srv.url, p.token, { events });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ accepted: 1, rejected: cases.length, not_consumed_duplicated: 0 });
+    cases.forEach(([, code, path], i) => {
+      expect(r.body.diagnostics[i]).toEqual({ event_id: events[i + 1]!.eventId, code, severity: 'error', path, message: expect.any(String) });
+    });
+    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id::text = ANY(${events.map((e) => String(e.eventId))}::text[])`;
+    expect(n).toBe(1);
+  });
+
+  it('repairs events with warnings and stores the repaired values', async () => {
+    const keys1025 = Object.fromEntries(Array.from({ length: 1025 }, (_, i) => [`k${String(i).padStart(4, '0')}`, i]));
+    const cases: [Record<string, unknown>, string, string, (row: Record<string, any>) => void][] = [
+      [{ eventType: 'purchase' }, 'event_type_unknown', 'event_type', (r) => expect(r.event_type).toBe('platform')],
+      [{ propsString: { $os: 'ios', ok: '1' } }, 'prop_key_reserved', 'props_string.$os', (r) => expect(r.props_string).toEqual({ ok: '1' })],
+      [{ propsLong: { 'bad-key': 1 } }, 'prop_key_invalid', 'props_long.bad-key', (r) => expect(r.props_long).toBeNull()],
+      [{ propsLong: { n: 'five' } }, 'prop_value_type_invalid', 'props_long.n', (r) => expect(r.props_long).toBeNull()],
+      [{ propsLong: { n: 1.5 } }, 'prop_value_type_invalid', 'props_long.n', (r) => expect(r.props_long).toBeNull()],
+      [{ propsBool: { b: 'true' } }, 'prop_value_type_invalid', 'props_bool.b', (r) => expect(r.props_bool).toBeNull()],
+      [{ propsString: { s: 5 } }, 'prop_value_type_invalid', 'props_string.s', (r) => expect(r.props_string).toBeNull()],
+      [{ propsString: { s: 'é'.repeat(5000) } }, 'prop_value_truncated', 'props_string.s', (r) => expect(r.props_string.s).toBe('é'.repeat(4096))],
+      [{ propsLong: keys1025 }, 'props_limit_exceeded', 'props', (r) => {
+        expect(Object.keys(r.props_long)).toHaveLength(1024);
+        expect(r.props_long.k1024).toBeUndefined();
+      }],
+      [{ text: 'x'.repeat(5000) }, 'text_truncated', 'text', (r) => expect(r.text).toHaveLength(4096)],
+      [{ propsFloat: [1, 2] }, 'props_bucket_invalid', 'props_float', (r) => expect(r.props_float).toBeNull()],
+      [{ text: 'a\u0000b' }, 'string_nul_removed', 'text', (r) => expect(r.text).toBe('ab')],
+      [{ eventOrigin: 'platform', propsString: { 'tg.total_amount': '5' } }, 'prop_type_mismatch', 'props_string.tg.total_amount', (r) => {
+        expect(r.props_string).toEqual({ 'tg.total_amount': '5' });
+        expect(r.tg).toBeNull();
+      }],
+    ];
+    const events = cases.map(([over]) => serverEvent(over));
+    const r = await postB(srv.url, p.token, { events });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ accepted: cases.length, rejected: 0 });
+    for (let i = 0; i < cases.length; i++) {
+      const [, code, path, check] = cases[i]!;
+      expect(r.body.diagnostics).toContainEqual({ event_id: events[i]!.eventId, code, severity: 'warning', path, message: expect.any(String) });
+      const [row] = await stored(events[i]!.eventId);
+      check(row!);
+    }
+  });
+
+  it('discards repeated eventIds within a request, first occurrence wins', async () => {
+    const first = serverEvent({ eventName: 'first' });
+    const r = await postB(srv.url, p.token, { events: [first, { ...first, eventName: 'second' }, { ...first, eventId: first.eventId.toUpperCase() }] });
+    expect(r.body).toMatchObject({ accepted: 1, rejected: 0, not_consumed_duplicated: 2 });
+    const rows = await stored(first.eventId);
+    expect(rows.map((x) => x.event_name)).toEqual(['first']);
+  });
+
+  it('promotes tg.* registry fields of platform events into tg', async () => {
+    const e = serverEvent({
+      eventOrigin: 'platform', eventType: 'message',
+      propsString: { 'tg.chat_type': 'private', 'tg.custom_thing': 'x', 'plain': 'y' },
+      propsLong: { 'tg.chat_id': 10, 'tg.message_id': 20 },
+      propsBool: { 'tg.is_premium': true },
+    });
+    const c = serverEvent({ eventOrigin: 'custom', propsString: { 'tg.chat_type': 'private' } });
+    expect((await postB(srv.url, p.token, { events: [e, c] })).status).toBe(202);
+    const [row] = await stored(e.eventId);
+    expect(row!.tg).toEqual({ chat_type: 'private', chat_id: 10, message_id: 20, is_premium: true });
+    expect(row!.props_string).toEqual({ 'tg.custom_thing': 'x', plain: 'y' });
+    expect(row!.props_long).toBeNull();
+    const [crow] = await stored(c.eventId);
+    expect(crow!.tg).toBeNull();
+    expect(crow!.props_string).toEqual({ 'tg.chat_type': 'private' });
+  });
+
+  it('truncates diagnostics at 100', async () => {
+    const r = await postB(srv.url, p.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventType: 'odd' })) });
+    expect(r.body.diagnostics).toHaveLength(100);
+    expect(r.body.diagnostics_truncated).toBe(true);
+    expect(r.body.accepted).toBe(120);
+  });
+});
+
+describe('endpoint B: redelivery and billing', () => {
+  it('treats an event stored earlier as accepted, stored once and billed once', async () => {
+    const own = await provision(srv.url);
+    const events = [serverEvent(), serverEvent()];
+    const first = await postB(srv.url, own.token, { events });
+    const again = await postB(srv.url, own.token, { events: [...events, serverEvent()] });
+    expect(first.body).toMatchObject({ accepted: 2, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0 });
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({ accepted: 3, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0 });
+    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE project_id = ${own.projectId}`;
+    expect(n).toBe(3);
+    const usage = await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`);
+    expect(usage.body).toMatchObject({ eventsBilled: 3, eventsStored: 3 });
+  });
+
+  it('bills a messenger action once: another connection reporting it is stored_not_billed', async () => {
+    const own = await provision(srv.url);
+    const second = (await admin(srv.url, 'POST', `/admin/bots/${own.botId}/tokens`)).body.token as string;
+    const payment = (over: Record<string, unknown> = {}) => serverEvent({
+      eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment',
+      propsString: { 'tg.currency': 'XTR', 'tg.telegram_payment_charge_id': 'charge-1' }, propsLong: { 'tg.total_amount': 50 }, ...over,
+    });
+    const a = payment();
+    const b = payment();
+    const c = payment();
+    const r1 = await postB(srv.url, own.token, { events: [a] });
+    expect(r1.body.stored_not_billed).toBe(0);
+    const r2 = await postB(srv.url, second, { events: [b] });
+    expect(r2.status).toBe(202);
+    expect(r2.body).toMatchObject({ accepted: 1, stored_not_billed: 1 });
+    const r3 = await postB(srv.url, own.token, { events: [c] });
+    expect(r3.body.stored_not_billed).toBe(0);
+    // Redelivery from the second connection is neither billed nor counted as stored_not_billed again.
+    const r4 = await postB(srv.url, second, { events: [b] });
+    expect(r4.body).toMatchObject({ accepted: 1, stored_not_billed: 0 });
+    const billed = await db.sql`SELECT event_id, billed FROM events WHERE project_id = ${own.projectId}`;
+    expect(Object.fromEntries(billed.map((x) => [x.event_id, x.billed]))).toEqual({ [a.eventId]: true, [b.eventId]: false, [c.eventId]: true });
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsBilled: 2, eventsStored: 3 });
+
+    // Message and update actions; custom events never carry one.
+    const msg = (token: string) => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.chat_id': 5, 'tg.message_id': 6 } });
+    expect((await postB(srv.url, own.token, { events: [msg(own.token)] })).body.stored_not_billed).toBe(0);
+    expect((await postB(srv.url, second, { events: [msg(second), serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
+    expect((await postB(srv.url, own.token, { events: [serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
+    expect((await postB(srv.url, second, { events: [serverEvent({ eventOrigin: 'custom', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(0);
+  });
+
+  it('two connections reporting one action in the same moment bill it once', async () => {
+    const own = await provision(srv.url);
+    const second = (await admin(srv.url, 'POST', `/admin/bots/${own.botId}/tokens`)).body.token as string;
+    const ev = () => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 123456 } });
+    const [r1, r2] = await Promise.all([postB(srv.url, own.token, { events: [ev()] }), postB(srv.url, second, { events: [ev()] })]);
+    expect(r1.body.stored_not_billed + r2.body.stored_not_billed).toBe(1);
+    const [{ billed }] = await db.sql`SELECT count(*) FILTER (WHERE billed)::int AS billed FROM events WHERE project_id = ${own.projectId}`;
+    expect(billed).toBe(1);
+  });
+});
+
+describe('endpoint B: quota', () => {
+  it('answers 402 once the allowance is used up; redeliveries cost nothing', async () => {
+    const own = await provision(srv.url, { eventAllowance: 5 });
+    const three = [serverEvent(), serverEvent(), serverEvent()];
+    expect((await postB(srv.url, own.token, { events: three })).status).toBe(202);
+    expect((await postB(srv.url, own.token, { events: three })).status).toBe(202);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(3);
+    // Crossing the limit is allowed for the batch that crosses it, not after.
+    expect((await postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] })).status).toBe(202);
+    const refused = await postB(srv.url, own.token, { events: [serverEvent()] });
+    expect(refused.status).toBe(402);
+    expect(refused.body.error).toBe('allowance_exhausted');
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(6);
+
+    await admin(srv.url, 'PATCH', `/admin/projects/${own.projectId}`, { eventAllowance: 100 });
+    expect((await postB(srv.url, own.token, { events: [serverEvent()] })).status).toBe(202);
+  });
+
+  it('never exceeds the allowance by more than one batch under concurrency', async () => {
+    const own = await provision(srv.url, { eventAllowance: 50 });
+    const results = await Promise.all(Array.from({ length: 40 }, () => postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent(), serverEvent()] })));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.every((s) => s === 202 || s === 402)).toBe(true);
+    const [{ billed }] = await db.sql`SELECT count(*)::int AS billed FROM events WHERE project_id = ${own.projectId} AND billed`;
+    expect(billed).toBeGreaterThanOrEqual(50);
+    expect(billed).toBeLessThanOrEqual(53);
+    expect(statuses.filter((s) => s === 202).length * 4).toBe(billed);
+  });
+
+  it('profiles sent with events are free', async () => {
+    const own = await provision(srv.url, { eventAllowance: 1 });
+    const r = await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '500' })], users: [{ messengerUserId: 500, username: 'u' }, { messengerUserId: 501, username: 'v' }] });
+    expect(r.status).toBe(202);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(1);
+  });
+});
+
+describe('endpoint B: profiles, bot snapshot and revenue', () => {
+  it('upserts users[] and a bare profile for every platformUserId', async () => {
+    const own = await provision(srv.url);
+    const r = await postB(srv.url, own.token, {
+      events: [serverEvent({ platformUserId: '900' }), serverEvent({ platformUserId: '901' })],
+      users: [{ messengerUserId: 900, username: 'nine', firstName: 'Nine', isPremium: true }, { messengerUserId: 'bad' }],
+    });
+    expect(r.status).toBe(202);
+    expect(r.body.diagnostics).toEqual([{ event_id: null, code: 'user_profile_invalid', severity: 'warning', path: 'users[1]', message: expect.any(String) }]);
+    const users = await db.sql`SELECT messenger_user_id, username, first_name, is_premium, first_seen, last_seen FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
+    expect(users.map((u) => [u.messenger_user_id, u.username, u.first_name, u.is_premium])).toEqual([['900', 'nine', 'Nine', true], ['901', null, null, null]]);
+    expect(users[0]!.first_seen).toBeInstanceOf(Date);
+    // A later bare sighting keeps the known profile; a later profile updates it.
+    await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '900' })], users: [{ messengerUserId: 901, firstName: 'Nine-oh-one' }] });
+    const after = await db.sql`SELECT messenger_user_id, username, first_name FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
+    expect(after.map((u) => [u.messenger_user_id, u.username, u.first_name])).toEqual([['900', 'nine', 'Nine'], ['901', null, 'Nine-oh-one']]);
+  });
+
+  it('updates the bot snapshot', async () => {
+    const own = await provision(srv.url);
+    await postB(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: 7000001, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
+    const bot = await admin(srv.url, 'GET', `/admin/bots/${own.botId}`);
+    expect(bot.body).toMatchObject({ name: 'Shop bot', description: 'Sells things', starsAmount: 1500, snapshotAt: expect.any(String) });
+  });
+
+  it('reports revenue of an external payment recorded as the spec shows', async () => {
+    const own = await provision(srv.url);
+    const pay = (amount: number, currency: string, extra: Record<string, string> = {}) => serverEvent({
+      eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', platformUserId: '123456789',
+      propsString: { 'tg.currency': currency, 'tg.invoice_payload': `order-${randomUUID()}`, 'tg.provider_payment_charge_id': `acq-${randomUUID()}`, ...extra },
+      propsLong: { 'tg.total_amount': amount },
+    });
+    const r = await postB(srv.url, own.token, { events: [pay(1999, 'USD'), pay(1, 'USD'), pay(500, 'EUR'), serverEvent({ eventName: 'successful_payment', propsString: { 'tg.currency': 'USD' }, propsLong: { 'tg.total_amount': 999 } })] });
+    expect(r.status).toBe(202);
+    const [row] = await db.sql`SELECT tg FROM events WHERE project_id = ${own.projectId} AND tg IS NOT NULL LIMIT 1`;
+    expect(Object.keys(row!.tg).sort()).toEqual(['currency', 'invoice_payload', 'provider_payment_charge_id', 'total_amount']);
+    const report = await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`);
+    expect(report.status).toBe(200);
+    expect(report.body).toEqual([{ currency: 'EUR', totalAmount: 500 }, { currency: 'USD', totalAmount: 2000 }]);
+  });
+});

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { processServerBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
+
+const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const };
+let n = 0;
+const id = () => `0b6f3a8e-5c1d-4e2a-9f7b-${String(++n).padStart(12, '0')}`;
+const ev = (over: Record<string, unknown> = {}) => ({ eventId: id(), eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42', ...over });
+
+function ok(body: unknown): BatchResult {
+  const r = processServerBatch(body, ctx);
+  if (!r.ok) throw new Error(`refused: ${JSON.stringify(r.refusal)}`);
+  return r.batch;
+}
+
+function refusal(body: unknown) {
+  const r = processServerBatch(body, ctx);
+  if (r.ok) throw new Error('accepted');
+  return r.refusal;
+}
+
+const rows = (b: BatchResult) => new TextDecoder().decode(b.rows).split('\n').filter((l) => l !== '');
+
+describe('processServerBatch: request-level refusals', () => {
+  it.each([
+    [[], 'invalid_body'], ['x', 'invalid_body'], [null, 'invalid_body'],
+    [{}, 'events_invalid'], [{ events: {} }, 'events_invalid'], [{ events: [] }, 'events_invalid'],
+    [{ events: Array.from({ length: 1001 }, () => ev()) }, 'events_invalid'],
+    [{ events: [ev()], version: '2' }, 'unsupported_version'], [{ events: [ev()], version: 1 }, 'unsupported_version'],
+  ])('%j → %s', (body, code) => {
+    expect(refusal(body).code).toBe(code);
+  });
+
+  it.each(['eventId', 'eventDate', 'eventType', 'eventOrigin'])('refuses the whole request when an event lacks %s or has the wrong type', (field) => {
+    const missing = refusal({ events: [ev(), ev({ [field]: undefined })] });
+    expect(missing).toMatchObject({ code: 'event_invalid', details: { index: 1, field } });
+    expect(refusal({ events: [ev({ [field]: 5 })] })).toMatchObject({ code: 'event_invalid', details: { index: 0, field } });
+  });
+
+  it('refuses an event that is not an object', () => {
+    expect(refusal({ events: [ev(), 'x'] })).toMatchObject({ code: 'event_invalid', details: { index: 1 } });
+  });
+
+  it('accepts version "1" and exactly 1000 events', () => {
+    expect(ok({ events: Array.from({ length: 1000 }, () => ev()), version: '1' }).accepted).toBe(1000);
+  });
+});
+
+describe('processServerBatch: counting', () => {
+  it('accepted + rejected + duplicated = events; first occurrence wins', () => {
+    const dup = id();
+    const b = ok({ events: [ev({ eventId: dup }), ev({ eventId: dup.toUpperCase(), eventName: 'second' }), ev({ platformUserId: undefined }), ev({ eventId: 'nope' }), ev({ eventId: 'nope' })] });
+    expect(b).toMatchObject({ accepted: 1, rejected: 3, duplicated: 1 });
+    expect(rows(b)).toHaveLength(1);
+    expect(rows(b)[0]).toContain(dup);
+  });
+
+  it('lets a rejected first occurrence still claim its id', () => {
+    const dup = id();
+    const b = ok({ events: [ev({ eventId: dup, platformUserId: undefined }), ev({ eventId: dup })] });
+    expect(b).toMatchObject({ accepted: 0, rejected: 1, duplicated: 1 });
+  });
+
+  it('keeps 100 diagnostics and flags the rest', () => {
+    const b = ok({ events: Array.from({ length: 150 }, () => ev({ eventType: 'odd' })) });
+    expect(b.diagnostics).toHaveLength(100);
+    expect(b.diagnosticsTruncated).toBe(true);
+    expect(b.diagnosticCounts.event_type_unknown).toBe(150);
+  });
+});
+
+describe('processServerBatch: rows', () => {
+  it('encodes COPY text that escapes tabs, newlines and backslashes', () => {
+    const b = ok({ events: [ev({ eventName: 'a\tb\nc\\d', text: 'line1\r\nline2', propsString: { k: 'v\\"\t' } })] });
+    const [row] = rows(b);
+    const cols = row!.split('\t');
+    expect(cols).toHaveLength(17);
+    expect(cols[3]).toBe('a\\tb\\nc\\\\d');
+    expect(cols[10]).toBe('line1\\r\\nline2');
+    expect(cols[11]).toBe('{"k":"v\\\\\\\\\\\\"\\\\t"}');
+    expect(cols[16]).toBe('t');
+  });
+
+  it('sets rows with a messenger action aside for the writer to bill', () => {
+    const b = ok({ events: [ev({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 5 } }), ev()] });
+    expect(b.rowCount).toBe(1);
+    expect(b.actions).toHaveLength(1);
+    expect(b.actions[0]!.key).toBe('update:5');
+    expect(b.actions[0]!.prefix.endsWith('\t')).toBe(true);
+  });
+});
+
+describe('processServerBatch: profiles and bot', () => {
+  it('upserts profiles, adds bare rows for every user seen, skips invalid items', () => {
+    const b = ok({
+      events: [ev({ platformUserId: '5' }), ev({ platformUserId: '6' })],
+      users: [{ messengerUserId: 5, username: 'five', firstName: 'Five', isPremium: true }, { messengerUserId: 'x' }, { messengerUserId: 7, isPremium: 'yes' }, 'junk'],
+    });
+    expect(b.users).toEqual([
+      { id: '5', username: 'five', firstName: 'Five', lastName: undefined, languageCode: undefined, isPremium: true },
+      { id: '6' },
+    ]);
+    expect(b.diagnostics.map((d) => [d.event_id, d.code, d.path, d.severity])).toEqual([
+      [null, 'user_profile_invalid', 'users[1]', 'warning'],
+      [null, 'user_profile_invalid', 'users[2]', 'warning'],
+      [null, 'user_profile_invalid', 'users[3]', 'warning'],
+    ]);
+  });
+
+  it('reads the bot snapshot, or ignores an invalid one with a warning', () => {
+    expect(ok({ events: [ev()], bot: { messengerBotId: 99, name: 'B', description: 'd', starsAmount: 10 } }).bot).toEqual({ messengerBotId: '99', name: 'B', description: 'd', starsAmount: 10 });
+    const bad = ok({ events: [ev()], bot: { name: 5 } });
+    expect(bad.bot).toBeNull();
+    expect(bad.diagnostics[0]).toMatchObject({ code: 'bot_snapshot_invalid', path: 'bot' });
+  });
+});
+
+describe('processWebappBatch', () => {
+  const user = { id: '77', username: 'u', firstName: 'F', lastName: null, languageCode: 'en', isPremium: false };
+  it('stamps the initData user on every event and reports bad events per event', () => {
+    const r = processWebappBatch([ev({ platformUserId: '1', eventOrigin: 'platform' }), { eventName: 'x' }, 'junk'], { ...ctx, channel: 'webapp' }, user);
+    if (!r.ok) throw new Error('refused');
+    expect(r.batch).toMatchObject({ accepted: 1, rejected: 2, duplicated: 0, users: [user] });
+    const cols = rows(r.batch)[0]!.split('\t');
+    expect(cols[7]).toBe('77');
+    expect(cols[8]).toBe('custom');
+    expect(cols[9]).toBe('webapp');
+    expect(r.batch.diagnostics.map((d) => d.code)).toEqual(['event_id_invalid', 'event_date_invalid', 'event_invalid']);
+  });
+
+  it('refuses an empty or oversized batch', () => {
+    const r = processWebappBatch([], { ...ctx, channel: 'webapp' }, user);
+    expect(r.ok).toBe(false);
+  });
+});
