@@ -14,7 +14,9 @@ import { IngestPool } from './ingest/pool.js';
 import { Quota } from './ingest/quota.js';
 import { TokenBuckets } from './limits/token-bucket.js';
 import type { Logger } from './log.js';
-import { Writer } from './writer/writer.js';
+import { endpointOf, Metrics } from './metrics.js';
+import type { BatchResult } from './pipeline/batch.js';
+import { type WriteOutcome, Writer } from './writer/writer.js';
 
 export interface AppOptions {
   config: Readonly<Config>;
@@ -49,13 +51,23 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
 
+  const verifications = { hits: 0, misses: 0 };
+  // Late-bound: the probes read objects created just below.
+  const metrics: Metrics = new Metrics({
+    poolQueue: () => pool.queueSize,
+    poolUtilization: () => pool.utilization,
+    writerPending: () => writer.pendingRequests,
+    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, initdata: verifications }),
+  });
   const writer = new Writer({
     url: databaseUrl,
     connections: config.dbWriterConnections,
     batchMaxRows: config.batchMaxRows,
     batchMaxWaitMs: config.batchMaxWaitMs,
     writeTimeoutMs: config.writeTimeoutMs,
+    onCommit: (c) => metrics.commit(c.path, c.rows, c.ms / 1000),
     onError: (err, kind) => {
+      metrics.dbError(kind);
       if (kind !== 'conflict') log.warn({ kind, code: (err as { code?: string }).code, err: (err as Error).message }, 'group commit failed');
     },
   });
@@ -63,6 +75,12 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const tokens = new TokenResolver(sql, config.authCacheTtlMs);
   const bots = new BotResolver(sql, config.authCacheTtlMs);
   const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
+  const onOutcome = (channel: 'bot_api' | 'webapp', b: BatchResult, o: WriteOutcome | null) => {
+    metrics.batch(channel === 'bot_api' ? 'server' : 'webapp', b.accepted + b.rejected + b.duplicated, {
+      accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
+      stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
+    }, b.diagnosticCounts);
+  };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
   const webappPaths = new Set(['/tg/webapp', '/messenger/webapp']);
@@ -72,6 +90,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined) ?? {},
     onError: (req, err) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
     onReply: (req, reply, ms) => {
+      metrics.request(endpointOf(req.path), reply.status, ms / 1000);
       if (log.isLevelEnabled('debug')) log.debug({ requestId: req.requestId, method: req.method, path: req.path, status: reply.status, ms: Math.round(ms * 10) / 10 }, 'request');
     },
   });
@@ -83,10 +102,15 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   };
   const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
-  const b = unlessClosing(serverEndpoint({ tokens, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes }));
+  const b = unlessClosing(serverEndpoint({
+    tokens, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
+    onRateLimited: () => metrics.limited('server'),
+  }));
   const a = unlessClosing(webappEndpoint({
-    bots, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes,
+    bots, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
     publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,
+    onRateLimited: () => metrics.limited('webapp'),
+    onVerify: (cached) => void (cached ? verifications.hits++ : verifications.misses++),
   }));
   for (const path of ['/tg', '/messenger']) server.route('post', path, b).route('any', path, methodNotAllowed('POST'));
   for (const path of webappPaths) {
@@ -102,6 +126,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     planChanged: (projectId) => quota.forget(projectId),
   });
 
+  server.route('get', '/metrics', async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
   server.route('get', '/healthz', () => ({ status: 200, body: { status: 'ok' } }));
   server.route('get', '/readyz', async () => {
     try {

@@ -19,6 +19,10 @@ export class BotResolver {
     this.cache = new RefreshingCache((id) => this.load(id), ttlMs, ttlMs * 2, 100_000);
   }
 
+  get stats() {
+    return this.cache.stats;
+  }
+
   /** null: no such bot. Throws when the database cannot answer and nothing is cached. */
   async resolve(botId: string): Promise<BotInfo | null> {
     const v = await this.cache.get(botId);

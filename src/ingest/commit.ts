@@ -3,6 +3,7 @@
 import { HttpError } from '../errors.js';
 import type { Reply } from '../http/server.js';
 import type { BatchResult } from '../pipeline/batch.js';
+import type { Channel } from '../pipeline/copy-text.js';
 import type { Quota } from './quota.js';
 import { WriteError, type WriteOutcome, type Writer } from '../writer/writer.js';
 
@@ -27,6 +28,7 @@ export function responseBody(b: BatchResult, storedNotBilled: number): ResponseB
 }
 
 export interface CommitTarget {
+  channel: Channel;
   projectId: string;
   botId: string;
   connection: string;
@@ -37,13 +39,14 @@ export interface CommitTarget {
 export interface CommitDeps {
   quota: Quota;
   writer: Writer;
-  onOutcome?: (batch: BatchResult, outcome: WriteOutcome | null) => void;
+  /** After every batch, committed (with its outcome) or rejected whole (null). */
+  onOutcome?: (channel: Channel, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }
 
 export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: CommitTarget): Promise<Reply> {
   // Resending a batch whose every event was rejected can never succeed: 400 with the normal body.
   if (batch.accepted === 0) {
-    deps.onOutcome?.(batch, null);
+    deps.onOutcome?.(t.channel, batch, null);
     return { status: 400, body: responseBody(batch, 0) };
   }
   const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
@@ -57,7 +60,8 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
       rows: batch.rows,
       rowCount: batch.rowCount,
       actions: batch.actions,
-      users: batch.users,
+      userIds: batch.userIds,
+      profiles: batch.profiles,
       authoritativeProfiles: t.authoritativeProfiles,
       bot: batch.bot,
     });
@@ -67,6 +71,6 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
     throw new HttpError('unavailable', 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', undefined, 1);
   }
   deps.quota.settle(reservation, outcome.billed);
-  deps.onOutcome?.(batch, outcome);
+  deps.onOutcome?.(t.channel, batch, outcome);
   return { status: 202, body: responseBody(batch, outcome.storedNotBilled) };
 }

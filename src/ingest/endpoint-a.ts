@@ -130,6 +130,6 @@ export function webappEndpoint(deps: WebappEndpointDeps): Handler {
       : await deps.pool.runInPool({ kind: 'webapp', body: decoded.bytes, ctx, user });
     if (!('ok' in result)) throw new Error('unexpected worker result');
     if (!result.ok) throw new HttpError(result.refusal.code, result.refusal.message, result.refusal.details);
-    return commitBatch(deps, result.batch, { projectId, botId, connection: `webapp:${botId}`, receivedAt, authoritativeProfiles: true });
+    return commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection: `webapp:${botId}`, receivedAt, authoritativeProfiles: true });
   };
 }

@@ -60,7 +60,7 @@ export function serverEndpoint(deps: ServerEndpointDeps): Handler {
       const result = await deps.pool.run({ kind: 'server', body, gzip, maxBodyBytes: deps.maxBodyBytes, ctx }, body.byteLength);
       if (!('ok' in result)) throw new Error('unexpected worker result');
       if (!result.ok) throw new HttpError(result.refusal.code, result.refusal.message, result.refusal.details);
-      return commitBatch(deps, result.batch, { projectId, botId: token.botId, connection: `token:${token.tokenId}`, receivedAt, authoritativeProfiles: false });
+      return commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection: `token:${token.tokenId}`, receivedAt, authoritativeProfiles: false });
     }
   };
 }

@@ -30,6 +30,7 @@ function currentMonth(nowMs: number): string {
 export class Quota {
   private readonly plans = new Map<string, Plan>();
   private readonly loading = new Map<string, Promise<Plan>>();
+  readonly stats = { hits: 0, misses: 0 };
 
   constructor(
     private readonly sql: Sql,
@@ -92,6 +93,7 @@ export class Quota {
     const nowMs = this.now();
     const plan = this.plans.get(projectId);
     if (plan !== undefined && plan.month === currentMonth(nowMs)) {
+      this.stats.hits++;
       if (nowMs - plan.loadedAt >= this.ttlMs) {
         // Refresh in the background; only a plan changed here (loadedAt = -Infinity) is awaited.
         const refresh = this.load(projectId);
@@ -100,6 +102,7 @@ export class Quota {
       }
       return plan;
     }
+    this.stats.misses++;
     return this.load(projectId);
   }
 

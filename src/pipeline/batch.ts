@@ -48,7 +48,10 @@ export interface BatchResult {
   rows: Uint8Array;
   rowCount: number;
   actions: ActionRow[];
-  users: UserSeen[];
+  /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
+  userIds: string[];
+  /** Profiles to upsert (users[] on endpoint B, the initData user on endpoint A). */
+  profiles: UserSeen[];
   bot: BotSnapshot | null;
 }
 
@@ -138,7 +141,8 @@ function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserI
   return { accepted, rejected, duplicated, rows, rowCount, actions, userIds };
 }
 
-function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, users: UserSeen[], bot: BotSnapshot | null): BatchResult {
+function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles: UserSeen[], bot: BotSnapshot | null): BatchResult {
+  for (const p of profiles) r.userIds.delete(p.id);
   return {
     accepted: r.accepted,
     rejected: r.rejected,
@@ -149,7 +153,8 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, users: Us
     rows: encoder.encode(r.rows),
     rowCount: r.rowCount,
     actions: r.actions,
-    users,
+    userIds: [...r.userIds],
+    profiles,
     bot,
   };
 }
@@ -163,9 +168,8 @@ export function processServerBatch(body: unknown, ctx: BatchContext): BatchOutco
   const diag = new DiagnosticSink();
   const r = runEvents(body.events as unknown[], 'server', ctx, null, diag);
   const profiles = body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag);
-  const users = mergeUsers(r.userIds, profiles);
   const bot = body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, diag);
-  return { ok: true, batch: finish(diag, r, users, bot) };
+  return { ok: true, batch: finish(diag, r, profiles, bot) };
 }
 
 /** Endpoint A: the events of `{botId, auth, events}`; the user and profile come from verified initData. */
@@ -175,13 +179,6 @@ export function processWebappBatch(events: unknown, ctx: BatchContext, user: Use
   const diag = new DiagnosticSink();
   const r = runEvents(events as unknown[], 'webapp', ctx, user.id, diag);
   return { ok: true, batch: finish(diag, r, [user], null) };
-}
-
-function mergeUsers(ids: Set<string>, profiles: UserSeen[]): UserSeen[] {
-  const byId = new Map<string, UserSeen>();
-  for (const id of ids) byId.set(id, { id });
-  for (const p of profiles) byId.set(p.id, { ...byId.get(p.id), ...p });
-  return [...byId.values()];
 }
 
 const PROFILE_CHARS = 256;

@@ -93,7 +93,6 @@ export async function insertStaged(sql: Sql, bounds: number[]): Promise<StagedCo
 
 export interface UserRow extends UserSeen {
   projectId: string;
-  seenAt: string;
 }
 
 // postgres.js infers an array's type from its values and gets boolean arrays wrong; booleans travel as text.
@@ -102,30 +101,37 @@ function col<T>(rows: UserRow[], f: (u: UserRow) => T): T[] {
 }
 
 /**
+ * Bare rows for users seen in events: first_seen on insert, last_seen moved forward otherwise.
+ * Ids travel as one comma-joined string each: far cheaper to send than a parameter array per row.
+ */
+export function recordSightings(sql: Sql, projectIds: string[], userIds: string[]) {
+  return sql`
+    INSERT INTO users AS u (project_id, messenger_user_id, first_seen, last_seen)
+    SELECT p, id, now(), now()
+    FROM unnest(string_to_array(${projectIds.join(',')}, ',')::uuid[], string_to_array(${userIds.join(',')}, ',')::bigint[]) AS s(p, id)
+    ORDER BY p, id
+    ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET last_seen = greatest(u.last_seen, excluded.last_seen)`;
+}
+
+/**
  * Upserts profiles. `authoritative` rows (from verified initData) replace every profile field;
- * the others fill in what they carry and keep the rest. last_seen moves in steps of a minute so that
- * a busy user's row is not rewritten by every batch.
+ * the others fill in what they carry and keep the rest.
  */
 export function upsertUsers(sql: Sql, rows: UserRow[], authoritative: boolean) {
   const set = (f: string) => (authoritative ? `excluded.${f}` : `coalesce(excluded.${f}, u.${f})`);
-  const changed = (f: string) => (authoritative ? `excluded.${f} IS DISTINCT FROM u.${f}` : `(excluded.${f} IS NOT NULL AND excluded.${f} IS DISTINCT FROM u.${f})`);
   const fields = ['username', 'first_name', 'last_name', 'language_code', 'is_premium'];
   return sql`
     INSERT INTO users AS u (project_id, messenger_user_id, username, first_name, last_name, language_code, is_premium, first_seen, last_seen)
-    SELECT p, id, un, fn, ln, lc, ip, ts, ts
+    SELECT p, id, un, fn, ln, lc, ip, now(), now()
     FROM unnest(${col(rows, (r) => r.projectId)}::uuid[], ${col(rows, (r) => r.id)}::bigint[],
                 ${col(rows, (r) => r.username ?? null)}::text[], ${col(rows, (r) => r.firstName ?? null)}::text[],
                 ${col(rows, (r) => r.lastName ?? null)}::text[], ${col(rows, (r) => r.languageCode ?? null)}::text[],
-                ${col(rows, (r) => (r.isPremium == null ? null : String(r.isPremium)))}::text[]::bool[], ${col(rows, (r) => r.seenAt)}::timestamptz[])
-      AS s(p, id, un, fn, ln, lc, ip, ts)
+                ${col(rows, (r) => (r.isPremium == null ? null : String(r.isPremium)))}::text[]::bool[])
+      AS s(p, id, un, fn, ln, lc, ip)
     ORDER BY p, id
     ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET
       ${sql.unsafe(fields.map((f) => `${f} = ${set(f)}`).join(', '))},
-      first_seen = least(u.first_seen, excluded.first_seen),
-      last_seen = greatest(u.last_seen, excluded.last_seen)
-    WHERE u.last_seen < excluded.last_seen - interval '1 minute'
-       OR excluded.first_seen < u.first_seen
-       OR ${sql.unsafe(fields.map(changed).join(' OR '))}`;
+      last_seen = greatest(u.last_seen, excluded.last_seen)`;
 }
 
 export interface BotRow extends BotSnapshot {

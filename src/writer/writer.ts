@@ -8,9 +8,10 @@ import { connect, type Sql } from '../db/connect.js';
 import type { ActionRow, BotSnapshot, UserSeen } from '../pipeline/batch.js';
 import { completeRow } from '../pipeline/copy-text.js';
 import { copyIn } from './copy-in.js';
+import { RecentUsers } from './recent-users.js';
 import {
   addToLedger, type BotRow, claimActions, COPY_EVENTS, COPY_STAGING, insertStaged, type LedgerRow, ownerOf,
-  resetStaging, updateBots, upsertUsers, type UserRow,
+  recordSightings, resetStaging, updateBots, upsertUsers, type UserRow,
 } from './statements.js';
 
 export interface WriteRequest {
@@ -23,8 +24,10 @@ export interface WriteRequest {
   rows: Uint8Array;
   rowCount: number;
   actions: ActionRow[];
-  users: UserSeen[];
-  /** True when `users` come from verified initData and replace stored profiles. */
+  /** Users seen in the events, without a profile. */
+  userIds: string[];
+  profiles: UserSeen[];
+  /** True when `profiles` come from verified initData and replace stored ones. */
   authoritativeProfiles: boolean;
   bot: BotSnapshot | null;
 }
@@ -102,6 +105,8 @@ export class Writer {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
+  /** Users written within the last minute are not written again (last_seen has minute resolution). */
+  private readonly recentUsers = new RecentUsers(60_000, 500_000);
 
   constructor(private readonly opts: WriterOptions) {
     for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, sql: this.newSql(i), busy: false });
@@ -287,7 +292,8 @@ export class Writer {
     }
 
     const tail: Promise<unknown>[] = [];
-    const users = mergeUsers(batch);
+    const users = this.usersToWrite(batch);
+    if (users.sightings.ids.length > 0) tail.push(recordSightings(sql, users.sightings.projects, users.sightings.ids));
     if (users.partial.length > 0) tail.push(upsertUsers(sql, users.partial, false));
     if (users.authoritative.length > 0) tail.push(upsertUsers(sql, users.authoritative, true));
     const bots = latestBots(batch);
@@ -299,22 +305,44 @@ export class Writer {
     const results = await Promise.allSettled([...tail, commit]);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
+    for (const [key, fingerprint] of users.written) this.recentUsers.remember(key, fingerprint);
     return { outcomes, rows: batch.reduce((n, p) => n + p.total, 0) };
   }
-}
 
-function mergeUsers(batch: Pending[]): { partial: UserRow[]; authoritative: UserRow[] } {
-  const partial = new Map<string, UserRow>();
-  const authoritative = new Map<string, UserRow>();
-  for (const p of batch) {
-    const target = p.req.authoritativeProfiles ? authoritative : partial;
-    for (const u of p.req.users) {
-      const key = `${p.req.projectId}:${u.id}`;
-      const prev = target.get(key);
-      target.set(key, prev === undefined ? { ...u, projectId: p.req.projectId, seenAt: p.req.receivedAt } : { ...prev, ...definedOnly(u), seenAt: p.req.receivedAt });
+  /** The user rows this batch must write: what was not written lately, merged per user. */
+  private usersToWrite(batch: Pending[]) {
+    const sightings = { projects: [] as string[], ids: [] as string[] };
+    const partial = new Map<string, UserRow>();
+    const authoritative = new Map<string, UserRow>();
+    const written = new Map<string, string>();
+    for (const p of batch) {
+      const projectId = p.req.projectId;
+      for (const id of p.req.userIds) {
+        const key = `${projectId}:${id}`;
+        if (written.has(key) || this.recentUsers.fresh(key)) continue;
+        written.set(key, '');
+        sightings.projects.push(projectId);
+        sightings.ids.push(id);
+      }
+      const target = p.req.authoritativeProfiles ? authoritative : partial;
+      for (const u of p.req.profiles) {
+        const key = `${projectId}:${u.id}`;
+        const fingerprint = `${p.req.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
+        if (this.recentUsers.fresh(key, fingerprint)) continue;
+        written.set(key, fingerprint);
+        const prev = target.get(key);
+        target.set(key, prev === undefined ? { ...u, projectId } : { ...prev, ...definedOnly(u) });
+      }
     }
+    // A user with a profile in this batch needs no separate sighting.
+    const keep = sightings.ids.map((id, i) => !partial.has(`${sightings.projects[i]}:${id}`) && !authoritative.has(`${sightings.projects[i]}:${id}`));
+    return {
+      sightings: { projects: sightings.projects.filter((_, i) => keep[i]), ids: sightings.ids.filter((_, i) => keep[i]) },
+      partial: [...partial.values()],
+      authoritative: [...authoritative.values()],
+      written,
+    };
   }
-  return { partial: [...partial.values()], authoritative: [...authoritative.values()] };
 }
 
 function definedOnly(u: UserSeen): Partial<UserSeen> {

@@ -43,7 +43,8 @@ describe('start-up', () => {
 
   it('exits cleanly on SIGTERM', async () => {
     const s = await startServer(db.url);
-    expect(await s.stop('SIGTERM')).toBe(0);
+    const code = await s.stop('SIGTERM');
+    expect(code, s.output.join('\n')).toBe(0);
     expect(s.logs.some((l) => l.msg === 'stopped')).toBe(true);
   });
 });

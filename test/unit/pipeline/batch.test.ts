@@ -95,10 +95,8 @@ describe('processServerBatch: profiles and bot', () => {
       events: [ev({ platformUserId: '5' }), ev({ platformUserId: '6' })],
       users: [{ messengerUserId: 5, username: 'five', firstName: 'Five', isPremium: true }, { messengerUserId: 'x' }, { messengerUserId: 7, isPremium: 'yes' }, 'junk'],
     });
-    expect(b.users).toEqual([
-      { id: '5', username: 'five', firstName: 'Five', lastName: undefined, languageCode: undefined, isPremium: true },
-      { id: '6' },
-    ]);
+    expect(b.profiles).toEqual([{ id: '5', username: 'five', firstName: 'Five', lastName: undefined, languageCode: undefined, isPremium: true }]);
+    expect(b.userIds).toEqual(['6']);
     expect(b.diagnostics.map((d) => [d.event_id, d.code, d.path, d.severity])).toEqual([
       [null, 'user_profile_invalid', 'users[1]', 'warning'],
       [null, 'user_profile_invalid', 'users[2]', 'warning'],
@@ -119,7 +117,7 @@ describe('processWebappBatch', () => {
   it('stamps the initData user on every event and reports bad events per event', () => {
     const r = processWebappBatch([ev({ platformUserId: '1', eventOrigin: 'platform' }), { eventName: 'x' }, 'junk'], { ...ctx, channel: 'webapp' }, user);
     if (!r.ok) throw new Error('refused');
-    expect(r.batch).toMatchObject({ accepted: 1, rejected: 2, duplicated: 0, users: [user] });
+    expect(r.batch).toMatchObject({ accepted: 1, rejected: 2, duplicated: 0, profiles: [user], userIds: [] });
     const cols = rows(r.batch)[0]!.split('\t');
     expect(cols[7]).toBe('77');
     expect(cols[8]).toBe('custom');

@@ -1,0 +1,40 @@
+// autocannon, driven programmatically with fixed connections and duration.
+import autocannon from 'autocannon';
+
+export interface LoadOptions {
+  url: string;
+  headers: Record<string, string>;
+  connections: number;
+  durationS: number;
+  body: () => Buffer;
+}
+
+export interface LoadResult {
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  seconds: number;
+}
+
+export async function load(o: LoadOptions): Promise<LoadResult> {
+  const started = performance.now();
+  const r = (await autocannon({
+    url: o.url,
+    method: 'POST',
+    headers: o.headers,
+    connections: o.connections,
+    duration: o.durationS,
+    timeout: 30,
+    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.body() }) }],
+  } as never)) as unknown as {
+    '2xx': number; non2xx: number; errors: number; timeouts: number; duration: number;
+    latency: { p50: number; p99: number; max: number };
+  };
+  const seconds = r.duration || (performance.now() - started) / 1000;
+  return { ok: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, rps: r['2xx'] / seconds, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, seconds };
+}

@@ -1,0 +1,56 @@
+// CPU and memory of processes, read from /proc (Linux), to report where the cores went.
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICKS_PER_S = 100;
+
+/** CPU seconds (user + system) a process has used, all threads included. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of every running PostgreSQL process. */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      total += cpuSeconds(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+/** Peak resident memory of a process in MiB (VmHWM). */
+export function peakRssMiB(pid: number): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export interface CpuWindow {
+  stop(): { serverCores: number; postgresCores: number; seconds: number };
+}
+
+export function cpuWindow(serverPid: number): CpuWindow {
+  const t0 = performance.now();
+  const s0 = cpuSeconds(serverPid);
+  const p0 = postgresCpuSeconds();
+  return {
+    stop() {
+      const seconds = (performance.now() - t0) / 1000;
+      return { serverCores: (cpuSeconds(serverPid) - s0) / seconds, postgresCores: (postgresCpuSeconds() - p0) / seconds, seconds };
+    },
+  };
+}

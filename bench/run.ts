@@ -1,0 +1,143 @@
+// `make bench`: every scenario in one run on one PostgreSQL, each figure also as a ratio to the
+// `ceiling` measured in the same run. `node dist/bench/run.js b-small a-small` runs a subset.
+// BENCH_DURATION_S (10) and BENCH_WARMUP_S (3) set the measuring and warm-up windows.
+import { ed25519Bench } from './ed25519.js';
+import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
+import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
+import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
+
+const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'a-small', 'ed25519', 'b-large-5m'] as const;
+type Name = (typeof ALL)[number];
+
+function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
+  const row: Row = {
+    scenario: f.name,
+    'events/s': f.eventsPerS,
+    'req/s': f.requestsPerS,
+    'p50 ms': f.p50Ms,
+    'p99 ms': f.p99Ms,
+    failed: f.failed,
+    'server cores': f.serverCores,
+    'pg cores': f.postgresCores,
+    'peak RSS MiB': f.peakRssMiB,
+    'table rows': `${fmt(f.tableRowsBefore)} → ${fmt(f.tableRowsAfter)}`,
+  };
+  if (ceilingRowsPerS !== null) row['× ceiling'] = f.eventsPerS / ceilingRowsPerS;
+  for (const [k, v] of Object.entries(f.extra ?? {})) row[k] = v;
+  return row;
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2);
+  for (const a of asked) if (!ALL.includes(a as Name)) throw new Error(`unknown scenario ${a}; known: ${ALL.join(', ')}`);
+  const want = (n: Name) => asked.length === 0 || asked.includes(n);
+  const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
+  const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
+  const o = { durationS, warmupS };
+
+  const pg: Postgres = await postgres();
+  const out: string[] = [];
+  const results: Result[] = [];
+  const rows: Row[] = [];
+  const say = (s: string) => {
+    out.push(s);
+    process.stderr.write(`${s}\n`);
+  };
+  say(machineLine(pg.version));
+  say(`windows: ${warmupS} s warm-up, ${durationS} s measured; load generator, service and PostgreSQL share the machine`);
+  let ceilingRowsPerS: number | null = null;
+
+  try {
+    // The ceiling and b-large share one table; the ceiling goes first so b-large meets the larger table.
+    const main = await freshDatabase(pg.url);
+    try {
+      if (want('ceiling') || want('b-large')) {
+        const c = await ceiling(main, { durationS });
+        ceilingRowsPerS = c.rowsPerS;
+        rows.push({ scenario: 'ceiling (COPY 1000-row batches, 2 connections)', 'events/s': c.rowsPerS, 'pg cores': c.postgresCores, 'table rows': `${fmt(c.tableRowsBefore)} → ${fmt(c.tableRowsAfter)}`, '× ceiling': 1 });
+        results.push({ name: 'ceiling', value: Math.round(c.rowsPerS), unit: 'rows/s' });
+        say(`ceiling: ${fmt(c.rowsPerS)} rows/s`);
+      }
+      if (want('b-large')) {
+        const f = await endpointB('b-large (B, 1000-event batches, 16 conn)', main, { ...o, events: 1000, connections: 16 });
+        rows.push(figuresRow(f, ceilingRowsPerS));
+        results.push({ name: 'b-large_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
+        results.push({ name: 'b-large_p99', value: f.p99Ms, unit: 'ms' });
+        if (ceilingRowsPerS) results.push({ name: 'b-large_ratio_to_ceiling', value: f.eventsPerS / ceilingRowsPerS, unit: 'ratio' });
+        say(`b-large: ${fmt(f.eventsPerS)} events/s`);
+      }
+    } finally {
+      await main.drop();
+    }
+
+    for (const [name, env] of [['b-small', {}], ['b-small-pool', { INLINE_MAX_BYTES: '0' }]] as const) {
+      if (!want(name)) continue;
+      const db = await freshDatabase(pg.url);
+      try {
+        const label = name === 'b-small' ? 'b-small (B, 10-event batches, 100 conn)' : 'b-small-pool (same, every body through the worker pool)';
+        const f = await endpointB(label, db, { ...o, events: 10, connections: 100, env });
+        rows.push(figuresRow(f, ceilingRowsPerS));
+        results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
+        results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
+        say(`${name}: ${fmt(f.requestsPerS)} req/s`);
+      } finally {
+        await db.drop();
+      }
+    }
+
+    if (want('a-small')) {
+      const db = await freshDatabase(pg.url);
+      try {
+        const f = await endpointA('a-small (A, 10-event batches, 1000 users, 100 conn)', db, { ...o, events: 10, connections: 100, users: 1000 });
+        rows.push(figuresRow(f, ceilingRowsPerS));
+        results.push({ name: 'a-small_requests', value: Math.round(f.requestsPerS), unit: 'req/s' });
+        results.push({ name: 'a-small_p99', value: f.p99Ms, unit: 'ms' });
+        results.push({ name: 'a-small_verify_cache_hit_ratio', value: Number(f.extra?.verifyCacheHitRatio ?? 0), unit: 'ratio' });
+        say(`a-small: ${fmt(f.requestsPerS)} req/s`);
+      } finally {
+        await db.drop();
+      }
+    }
+
+    if (want('b-large-5m')) {
+      const db = await freshDatabase(pg.url);
+      try {
+        say('preloading 5,000,000 rows…');
+        await ceiling(db, { durationS: 3600, maxRows: 5_000_000 });
+        await db.sql`VACUUM ANALYZE events`;
+        const f = await endpointB('b-large-5m (b-large on a table preloaded with 5M rows)', db, { ...o, events: 1000, connections: 16 });
+        rows.push(figuresRow(f, ceilingRowsPerS));
+        results.push({ name: 'b-large-5m_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
+        say(`b-large-5m: ${fmt(f.eventsPerS)} events/s`);
+      } finally {
+        await db.drop();
+      }
+    }
+
+    let edRows: Row[] = [];
+    if (want('ed25519')) {
+      const e = ed25519Bench();
+      edRows = e.rows;
+      results.push({ name: 'ed25519_node_crypto', value: Math.round(e.nodeUncached), unit: 'checks/s/core' });
+      results.push({ name: 'ed25519_noble', value: Math.round(e.nobleUncached), unit: 'checks/s/core' });
+      results.push({ name: 'ed25519_cached', value: Math.round(e.cached), unit: 'checks/s/core' });
+    }
+
+    const report = [
+      '',
+      ...out.slice(0, 2),
+      '',
+      table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows),
+      edRows.length > 0 ? table('initData checks per second on one core (ed25519)', edRows) : '',
+      resultLines(results),
+    ].join('\n');
+    process.stdout.write(`${report}\n`);
+  } finally {
+    await pg.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,132 @@
+// The scenarios of `make bench`. Each drives the real service (its own process) over HTTP with
+// autocannon, except `ceiling`, which is PostgreSQL alone: the same rows COPied straight into the
+// same table by this process, the yardstick every service figure is divided by.
+import { completeRow } from '../src/pipeline/copy-text.js';
+import { processServerBatch } from '../src/pipeline/batch.js';
+import { COPY_EVENTS } from '../src/writer/statements.js';
+import { copyIn } from '../src/writer/copy-in.js';
+import { connect } from '../src/db/connect.js';
+import { type Database, provision, scrape, type Service, startService, tableRows } from './lib/env.js';
+import { load, type LoadResult } from './lib/load.js';
+import { event, runTail, serverBatch, slotsIn, stamp, template } from './lib/payloads.js';
+import { cpuWindow, peakRssMiB } from './lib/proc.js';
+import { makeInitData, newSigner } from './lib/initdata.js';
+
+export interface Figures {
+  name: string;
+  requestsPerS: number;
+  eventsPerS: number;
+  p50Ms: number;
+  p99Ms: number;
+  failed: number;
+  serverCores: number;
+  postgresCores: number;
+  peakRssMiB: number;
+  tableRowsBefore: number;
+  tableRowsAfter: number;
+  extra?: Record<string, number | string>;
+}
+
+export interface RunOptions {
+  durationS: number;
+  warmupS: number;
+}
+
+async function measure(name: string, db: Database, svc: Service, events: number, o: RunOptions, driver: (durationS: number) => Promise<LoadResult>): Promise<Figures> {
+  await driver(o.warmupS);
+  const before = await tableRows(db.sql);
+  const cpu = cpuWindow(svc.pid);
+  const r = await driver(o.durationS);
+  const used = cpu.stop();
+  const after = await tableRows(db.sql);
+  return {
+    name,
+    requestsPerS: r.rps,
+    eventsPerS: r.rps * events,
+    p50Ms: r.p50,
+    p99Ms: r.p99,
+    failed: r.non2xx + r.errors + r.timeouts,
+    serverCores: used.serverCores,
+    postgresCores: used.postgresCores,
+    peakRssMiB: peakRssMiB(svc.pid),
+    tableRowsBefore: before,
+    tableRowsAfter: after,
+  };
+}
+
+/** Endpoint B with `events`-event batches. */
+export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string> }): Promise<Figures> {
+  const svc = await startService(db.url, o.env);
+  try {
+    const { token } = await provision(svc.url);
+    const tail = runTail();
+    // Several templates, so consecutive requests differ in users and names as real traffic does.
+    const templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.events, { tail, users: 20_000 }, k * o.events));
+    let counter = 0;
+    const body = () => stamp(templates[counter % templates.length]!, counter++);
+    const headers = { 'content-type': 'application/json', 'x-api-key': token };
+    return await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
+  } finally {
+    await svc.stop();
+  }
+}
+
+/** Endpoint A: many users, each reusing its initData across batches. */
+export async function endpointA(name: string, db: Database, o: RunOptions & { events: number; connections: number; users: number }): Promise<Figures> {
+  const signer = newSigner();
+  const svc = await startService(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
+  try {
+    const messengerBotId = 8000001;
+    const { botId } = await provision(svc.url, messengerBotId);
+    const tail = runTail();
+    const templates = Array.from({ length: o.users }, (_, u) => template({
+      botId,
+      auth: { initData: makeInitData(signer, { messengerBotId, user: { id: 200_000_000 + u, first_name: `User ${u}`, username: `user${u}`, language_code: 'en' } }) },
+      events: Array.from({ length: o.events }, (_, i) => event(u * o.events + i, { tail, users: o.users, webapp: true })),
+    }));
+    let counter = 0;
+    const body = () => stamp(templates[counter % templates.length]!, counter++);
+    const headers = { 'content-type': 'application/json' };
+    const f = await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg/webapp`, headers, connections: o.connections, durationS, body }));
+    const m = await scrape(svc.url);
+    const hits = m.get('tg_ingest_cache_requests{cache="initdata",result="hit"}') ?? 0;
+    const misses = m.get('tg_ingest_cache_requests{cache="initdata",result="miss"}') ?? 0;
+    f.extra = { verifyCacheHitRatio: hits / Math.max(1, hits + misses), verifications: misses };
+    return f;
+  } finally {
+    await svc.stop();
+  }
+}
+
+/** PostgreSQL alone: the same rows, COPY in 1000-row batches over 2 connections into the same table. */
+export async function ceiling(db: Database, o: { durationS: number; batchRows?: number; connections?: number; maxRows?: number }): Promise<{ rowsPerS: number; rows: number; postgresCores: number; tableRowsBefore: number; tableRowsAfter: number }> {
+  const batchRows = o.batchRows ?? 1000;
+  const [{ project_id: projectId, bot_id: botId }] = await db.sql<{ project_id: string; bot_id: string }[]>`
+    WITH p AS (INSERT INTO projects (name) VALUES ('ceiling') RETURNING project_id)
+    INSERT INTO bots (project_id) SELECT project_id FROM p RETURNING project_id, bot_id`;
+  const tail = runTail();
+  const copyTemplates = Array.from({ length: 8 }, (_, k) => {
+    const t = serverBatch(batchRows, { tail, users: 20_000 }, k * batchRows);
+    const r = processServerBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api' });
+    if (!r.ok) throw new Error('template refused');
+    const text = Buffer.concat([Buffer.from(r.batch.rows), Buffer.from(r.batch.actions.map((a) => completeRow(a.prefix, true)).join(''))]);
+    return { buf: text, slots: slotsIn(text, tail) };
+  });
+  const conns = Array.from({ length: o.connections ?? 2 }, () => connect(db.url, { max: 1, name: 'bench ceiling' }));
+  const before = await tableRows(db.sql);
+  let counter = 0;
+  let rows = 0;
+  const cpu = cpuWindow(process.pid);
+  const started = performance.now();
+  const deadline = started + o.durationS * 1000;
+  await Promise.all(conns.map(async (sql) => {
+    while (performance.now() < deadline && (o.maxRows === undefined || rows < o.maxRows)) {
+      await copyIn(sql, COPY_EVENTS, [stamp(copyTemplates[counter % copyTemplates.length]!, counter++)]);
+      rows += batchRows;
+    }
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  const used = cpu.stop();
+  await Promise.all(conns.map((c) => c.end()));
+  return { rowsPerS: rows / seconds, rows, postgresCores: used.postgresCores, tableRowsBefore: before, tableRowsAfter: await tableRows(db.sql) };
+}
