@@ -126,7 +126,7 @@ export function webappEndpoint(deps: WebappEndpointDeps): Handler {
     const ctx = { projectId, botId, receivedAt, channel: 'webapp' as const };
     // Small batches, already parsed here, are normalized inline; large ones are parsed again in a worker.
     const result = deps.pool.inline(decoded.bytes.byteLength)
-      ? processWebappBatch(body.events, ctx, user)
+      ? processWebappBatch(body.events, ctx, user, decoded.bytes.byteLength)
       : await deps.pool.runInPool({ kind: 'webapp', body: decoded.bytes, ctx, user });
     if (!('ok' in result)) throw new Error('unexpected worker result');
     if (!result.ok) throw new HttpError(result.refusal.code, result.refusal.message, result.refusal.details);

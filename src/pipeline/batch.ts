@@ -2,7 +2,7 @@
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
 import type { ErrorCode } from '../errors.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
-import { type Channel, completeRow, rowPrefix, type RowContext } from './copy-text.js';
+import { type Channel, completeRow, RowBuffer, rowPrefix, type RowContext } from './copy-text.js';
 import { isUserId, type Mode, normalizeEvent, parseEventId, diagnosticId } from './event.js';
 import { repairString, truncateCodePoints } from './strings.js';
 
@@ -61,8 +61,6 @@ export interface BatchContext extends RowContext {
   channel: Channel;
 }
 
-const encoder = new TextEncoder();
-
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -96,12 +94,11 @@ function checkParseTime(events: unknown[]): Refusal | null {
   return null;
 }
 
-function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink) {
+function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink, sizeHint: number) {
   const seen = new Set<string>();
   const userIds = new Set<string>();
   const actions: ActionRow[] = [];
-  let rows = '';
-  let rowCount = 0;
+  const rows = new RowBuffer(sizeHint);
   let accepted = 0;
   let rejected = 0;
   let duplicated = 0;
@@ -133,12 +130,9 @@ function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserI
     userIds.add(ev.platformUserId!);
     const prefix = rowPrefix(ctx, ev);
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, prefix });
-    else {
-      rows += completeRow(prefix, true);
-      rowCount++;
-    }
+    else rows.push(completeRow(prefix, true));
   }
-  return { accepted, rejected, duplicated, rows, rowCount, actions, userIds };
+  return { accepted, rejected, duplicated, rows, actions, userIds };
 }
 
 function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles: UserSeen[], bot: BotSnapshot | null): BatchResult {
@@ -150,8 +144,8 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
     diagnostics: diag.items,
     diagnosticsTruncated: diag.truncated,
     diagnosticCounts: diag.counts,
-    rows: encoder.encode(r.rows),
-    rowCount: r.rowCount,
+    rows: r.rows.bytes(),
+    rowCount: r.rows.rows,
     actions: r.actions,
     userIds: [...r.userIds],
     profiles,
@@ -159,25 +153,28 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
   };
 }
 
-/** Endpoint B: `{events, users?, bot?, version?}`. */
-export function processServerBatch(body: unknown, ctx: BatchContext): BatchOutcome {
+/** Room for the rows of `events` events: about what their JSON takes, plus the columns we add. */
+const sizeHint = (events: unknown[], bodyBytes: number) => bodyBytes + events.length * 160;
+
+/** Endpoint B: `{events, users?, bot?, version?}`; `bodyBytes` sizes the row buffer. */
+export function processServerBatch(body: unknown, ctx: BatchContext, bodyBytes = 0): BatchOutcome {
   if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
   if (body.version !== undefined && body.version !== '1') return { ok: false, refusal: { code: 'unsupported_version' } };
   const bad = checkEventsArray(body.events) ?? checkParseTime(body.events as unknown[]);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
-  const r = runEvents(body.events as unknown[], 'server', ctx, null, diag);
+  const r = runEvents(body.events as unknown[], 'server', ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
   const profiles = body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag);
   const bot = body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, diag);
   return { ok: true, batch: finish(diag, r, profiles, bot) };
 }
 
 /** Endpoint A: the events of `{botId, auth, events}`; the user and profile come from verified initData. */
-export function processWebappBatch(events: unknown, ctx: BatchContext, user: UserSeen): BatchOutcome {
+export function processWebappBatch(events: unknown, ctx: BatchContext, user: UserSeen, bodyBytes = 0): BatchOutcome {
   const bad = checkEventsArray(events);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
-  const r = runEvents(events as unknown[], 'webapp', ctx, user.id, diag);
+  const r = runEvents(events as unknown[], 'webapp', ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes));
   return { ok: true, batch: finish(diag, r, [user], null) };
 }
 

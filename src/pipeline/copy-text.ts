@@ -19,10 +19,9 @@ export function copyText(s: string): string {
   return NEEDS_ESCAPE.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c]!) : s;
 }
 
-/** A jsonb value: JSON.stringify already escapes control characters, so only backslashes remain. */
-function copyJson(obj: Record<string, unknown> | null): string {
-  if (obj === null) return '\\N';
-  const json = JSON.stringify(obj);
+/** A jsonb value: JSON text escapes control characters itself, so only backslashes remain. */
+function copyJson(json: string | null): string {
+  if (json === null) return '\\N';
   return json.includes('\\') ? json.replaceAll('\\', '\\\\') : json;
 }
 
@@ -44,4 +43,34 @@ export function rowPrefix(ctx: RowContext, ev: NormalizedEvent): string {
 
 export function completeRow(prefix: string, billed: boolean): string {
   return billed ? `${prefix}t\n` : `${prefix}f\n`;
+}
+
+/**
+ * Rows encoded straight into one growing buffer: about three times cheaper than concatenating a
+ * string and encoding it at the end. The buffer owns its memory, so it can move between threads.
+ */
+export class RowBuffer {
+  private buf: Buffer;
+  private len = 0;
+  rows = 0;
+
+  constructor(estimateBytes: number) {
+    this.buf = Buffer.allocUnsafeSlow(Math.max(4096, estimateBytes));
+  }
+
+  push(row: string): void {
+    // A UTF-16 code unit never takes more than three UTF-8 bytes.
+    const need = this.len + row.length * 3;
+    if (need > this.buf.length) {
+      const bigger = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
+      this.buf.copy(bigger, 0, 0, this.len);
+      this.buf = bigger;
+    }
+    this.len += this.buf.write(row, this.len);
+    this.rows++;
+  }
+
+  bytes(): Uint8Array {
+    return new Uint8Array(this.buf.buffer, 0, this.len);
+  }
 }

@@ -2,8 +2,8 @@
 // diagnostics). It runs unchanged in a worker, on the main thread and in unit tests.
 import { normalizeDate } from './dates.js';
 import type { DiagnosticSink } from './diagnostics.js';
-import { actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from './registry.js';
-import { displayKey, repairString, truncateCodePoints } from './strings.js';
+import { ACTION_FIELDS, actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from './registry.js';
+import { displayKey, repairString, SUSPICIOUS, truncateCodePoints } from './strings.js';
 
 export const EVENT_TYPES: ReadonlySet<string> = new Set([
   'message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform',
@@ -30,11 +30,13 @@ export interface NormalizedEvent {
   platformUserId: string | null;
   origin: Origin;
   text: string | null;
-  propsString: Props | null;
-  propsLong: Props | null;
-  propsFloat: Props | null;
-  propsBool: Props | null;
-  tg: Props | null;
+  /** Each bucket as JSON text (built while checking, never as an object), null when empty. */
+  propsString: string | null;
+  propsLong: string | null;
+  propsFloat: string | null;
+  propsBool: string | null;
+  /** The promoted "$tg" section as JSON text. */
+  tg: string | null;
   actionKey: string | null;
 }
 
@@ -81,13 +83,18 @@ const TYPE_WORDS: Record<FieldType, string> = {
 };
 
 /** Repairs a string for storage, reporting each repair; returns the stored value. */
-function cleanString(s: string, max: number, id: string | null, path: string, truncCode: 'text_truncated' | 'prop_value_truncated' | 'event_name_truncated', diag: DiagnosticSink): string {
-  const r = repairString(s);
-  if (r.nulRemoved) diag.add(id, 'string_nul_removed', path, 'NUL characters were removed');
-  if (r.unicodeRepaired) diag.add(id, 'string_unicode_repaired', path, 'unpaired surrogates were replaced by U+FFFD');
-  const cut = truncateCodePoints(r.value, max);
-  if (cut === null) return r.value;
-  diag.add(id, truncCode, path, `longer than ${max} characters; truncated`);
+function cleanString(s: string, max: number, id: () => string | null, path: string, truncCode: 'text_truncated' | 'prop_value_truncated' | 'event_name_truncated', diag: DiagnosticSink): string {
+  let value = s;
+  if (SUSPICIOUS.test(s)) {
+    const r = repairString(s);
+    if (r.nulRemoved) diag.add(id(), 'string_nul_removed', path, 'NUL characters were removed');
+    if (r.unicodeRepaired) diag.add(id(), 'string_unicode_repaired', path, 'unpaired surrogates were replaced by U+FFFD');
+    value = r.value;
+  }
+  if (value.length <= max) return value;
+  const cut = truncateCodePoints(value, max);
+  if (cut === null) return value;
+  diag.add(id(), truncCode, path, `longer than ${max} characters; truncated`);
   return cut;
 }
 
@@ -96,17 +103,19 @@ function cleanString(s: string, max: number, id: string | null, path: string, tr
  * Returns null when the event is rejected (an error diagnostic was added).
  */
 export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: DiagnosticSink): NormalizedEvent | null {
-  const id = diagnosticId(ev.eventId);
+  // How diagnostics name the event, computed only when one is reported.
+  let shownId: string | null | undefined;
+  const id = () => (shownId === undefined ? (shownId = diagnosticId(ev.eventId)) : shownId);
   let ok = true;
 
   let platformUserId: string | null = null;
   if (mode === 'server') {
     const u = ev.platformUserId;
     if (u === undefined || u === null) {
-      diag.add(id, 'event_missing_identity', 'platform_user_id', 'platformUserId is required');
+      diag.add(id(), 'event_missing_identity', 'platform_user_id', 'platformUserId is required');
       ok = false;
     } else if (typeof u !== 'string' || !isUserId(u)) {
-      diag.add(id, 'platform_user_id_invalid', 'platform_user_id', 'platformUserId must be a string holding a positive 64-bit integer, e.g. "123456789"');
+      diag.add(id(), 'platform_user_id_invalid', 'platform_user_id', 'platformUserId must be a string holding a positive 64-bit integer, e.g. "123456789"');
       ok = false;
     } else {
       platformUserId = u;
@@ -115,13 +124,13 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
 
   const name = ev.eventName;
   if (typeof name !== 'string' || name === '') {
-    diag.add(id, 'event_missing_identity', 'event_name', 'eventName must be a non-empty string');
+    diag.add(id(), 'event_missing_identity', 'event_name', 'eventName must be a non-empty string');
     ok = false;
   }
 
   const date = typeof ev.eventDate === 'string' ? normalizeDate(ev.eventDate) : null;
   if (date === null) {
-    diag.add(id, 'event_date_invalid', 'event_date', 'eventDate must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z (years 0001-9999)');
+    diag.add(id(), 'event_date_invalid', 'event_date', 'eventDate must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z (years 0001-9999)');
     ok = false;
   }
 
@@ -129,7 +138,7 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
   if (mode === 'server') {
     if (ev.eventOrigin === 'platform' || ev.eventOrigin === 'custom') origin = ev.eventOrigin;
     else {
-      diag.add(id, 'event_origin_invalid', 'event_origin', 'eventOrigin must be "platform" or "custom"');
+      diag.add(id(), 'event_origin_invalid', 'event_origin', 'eventOrigin must be "platform" or "custom"');
       ok = false;
     }
   }
@@ -137,7 +146,7 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
 
   let eventType = ev.eventType;
   if (typeof eventType !== 'string' || !EVENT_TYPES.has(eventType)) {
-    diag.add(id, 'event_type_unknown', 'event_type', 'eventType is not one of the nine categories; stored as "platform"');
+    diag.add(id(), 'event_type_unknown', 'event_type', 'eventType is not one of the nine categories; stored as "platform"');
     eventType = 'platform';
   }
 
@@ -146,7 +155,7 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
   let text: string | null = null;
   if (ev.text !== undefined && ev.text !== null) {
     if (typeof ev.text === 'string') text = cleanString(ev.text, LIMITS.textChars, id, 'text', 'text_truncated', diag);
-    else diag.add(id, 'text_type_invalid', 'text', 'text must be a string; dropped');
+    else diag.add(id(), 'text_type_invalid', 'text', 'text must be a string; dropped');
   }
 
   const out: NormalizedEvent = {
@@ -165,36 +174,42 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
     actionKey: null,
   };
   collectProps(ev, out, mode, id, diag);
-  if (out.tg !== null) out.actionKey = actionKey(out.tg);
   return out;
 }
 
-function collectProps(ev: Props, out: NormalizedEvent, mode: Mode, id: string | null, diag: DiagnosticSink): void {
+/** JSON text of a value already checked against its bucket; keys need no escaping (see PROP_KEY). */
+function jsonValue(type: FieldType, v: unknown): string {
+  return type === 'string' ? JSON.stringify(v) : String(v);
+}
+
+function collectProps(ev: Props, out: NormalizedEvent, mode: Mode, id: () => string | null, diag: DiagnosticSink): void {
   const promote = out.origin === 'platform';
   let kept = 0;
   let dropped = 0;
+  let tg = '';
+  let action: Props | null = null;
   for (const bucket of BUCKETS) {
     // Endpoint A has no float bucket; the spec ignores it silently.
     if (mode === 'webapp' && bucket.type === 'float') continue;
     const src = ev[bucket.field];
     if (src === undefined || src === null) continue;
     if (typeof src !== 'object' || Array.isArray(src)) {
-      diag.add(id, 'props_bucket_invalid', bucket.path, `${bucket.field} must be a JSON object; dropped`);
+      diag.add(id(), 'props_bucket_invalid', bucket.path, `${bucket.field} must be a JSON object; dropped`);
       continue;
     }
-    let flat: Props | null = null;
+    let flat = '';
     for (const key of Object.keys(src)) {
       let value = (src as Props)[key];
       if (key.charCodeAt(0) === 36 /* $ */) {
-        diag.add(id, 'prop_key_reserved', `${bucket.path}.${displayKey(key)}`, 'keys starting with "$" are reserved for the platform; dropped');
+        diag.add(id(), 'prop_key_reserved', `${bucket.path}.${displayKey(key)}`, 'keys starting with "$" are reserved for the platform; dropped');
         continue;
       }
       if (!PROP_KEY.test(key)) {
-        diag.add(id, 'prop_key_invalid', `${bucket.path}.${displayKey(key)}`, 'key must match ^[A-Za-z_][A-Za-z0-9_.]{0,127}$; dropped');
+        diag.add(id(), 'prop_key_invalid', `${bucket.path}.${displayKey(key)}`, 'key must match ^[A-Za-z_][A-Za-z0-9_.]{0,127}$; dropped');
         continue;
       }
       if (!valueFits(bucket.type, value)) {
-        diag.add(id, 'prop_value_type_invalid', `${bucket.path}.${key}`, `value must be ${TYPE_WORDS[bucket.type]}; dropped`);
+        diag.add(id(), 'prop_value_type_invalid', `${bucket.path}.${key}`, `value must be ${TYPE_WORDS[bucket.type]}; dropped`);
         continue;
       }
       if (kept >= LIMITS.propsPerEvent) {
@@ -210,18 +225,20 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Mode, id: string | 
         if (Object.hasOwn(TG_REGISTRY, field)) {
           const want = TG_REGISTRY[field]!;
           if (want === bucket.type) {
-            (out.tg ??= Object.create(null) as Props)[field] = value;
+            tg += `${tg === '' ? '' : ','}"${field}":${jsonValue(bucket.type, value)}`;
+            if (ACTION_FIELDS.has(field)) (action ??= {})[field] = value;
             continue;
           }
-          diag.add(id, 'prop_type_mismatch', `${bucket.path}.${key}`, `canonical field tg.${field} belongs in props_${want === 'bool' ? 'bool' : want}; kept as a flat property`);
+          diag.add(id(), 'prop_type_mismatch', `${bucket.path}.${key}`, `canonical field tg.${field} belongs in props_${want}; kept as a flat property`);
         }
       }
-      // Null prototype: "__proto__" and "constructor" are valid keys and must stay plain data.
-      (flat ??= Object.create(null) as Props)[key] = value;
+      flat += `${flat === '' ? '' : ','}"${key}":${jsonValue(bucket.type, value)}`;
     }
-    if (flat !== null) out[bucket.field] = flat;
+    if (flat !== '') out[bucket.field] = `{${flat}}`;
   }
+  if (tg !== '') out.tg = `{${tg}}`;
+  if (action !== null) out.actionKey = actionKey(action);
   if (dropped > 0) {
-    diag.add(id, 'props_limit_exceeded', 'props', `${kept + dropped} properties exceed the limit of ${LIMITS.propsPerEvent}; the last ${dropped} were dropped`);
+    diag.add(id(), 'props_limit_exceeded', 'props', `${kept + dropped} properties exceed the limit of ${LIMITS.propsPerEvent}; the last ${dropped} were dropped`);
   }
 }

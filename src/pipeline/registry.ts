@@ -85,6 +85,8 @@ export const TG_PREFIX = 'tg.';
  * The messenger action an event reports, so that the same action reported over two connections
  * is billed once: a payment by its charge id, a message by chat and message id, otherwise the update id.
  */
+export const ACTION_FIELDS: ReadonlySet<string> = new Set(['telegram_payment_charge_id', 'chat_id', 'message_id', 'update_id']);
+
 export function actionKey(tg: Record<string, unknown>): string | null {
   const charge = tg.telegram_payment_charge_id;
   if (typeof charge === 'string' && charge !== '') return `payment:${charge}`;

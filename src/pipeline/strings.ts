@@ -2,7 +2,8 @@
 // never split a surrogate pair; NUL and unpaired surrogates are what PostgreSQL refuses
 // (text cannot hold NUL; jsonb rejects \u0000 and lone surrogate escapes).
 
-const SUSPICIOUS = /[\u0000\uD800-\uDFFF]/;
+/** Matches strings that may need a repair; clean ones skip the work. */
+export const SUSPICIOUS = /[\u0000\uD800-\uDFFF]/;
 
 export interface Repaired {
   value: string;

@@ -17,12 +17,12 @@ export function runTask(task: WorkerTask): WorkerResult {
     case 'server': {
       const decoded = decodeJson(task.body, task.gzip, task.maxBodyBytes);
       if (!decoded.ok) return decoded;
-      return processServerBatch(decoded.value, task.ctx);
+      return processServerBatch(decoded.value, task.ctx, decoded.bytes.byteLength);
     }
     case 'webapp': {
       const decoded = decodeJson(task.body, false, Number.MAX_SAFE_INTEGER);
       if (!decoded.ok) return decoded;
-      return processWebappBatch((decoded.value as { events?: unknown }).events, task.ctx, task.user);
+      return processWebappBatch((decoded.value as { events?: unknown }).events, task.ctx, task.user, decoded.bytes.byteLength);
     }
     case 'verify':
       return { verified: verifySignature(task.message, task.signature, task.publicKeys) };
