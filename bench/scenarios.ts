@@ -20,6 +20,7 @@ export interface Figures {
   p99Ms: number;
   failed: number;
   serverCores: number;
+  mainThreadCores: number;
   postgresCores: number;
   peakRssMiB: number;
   tableRowsBefore: number;
@@ -47,6 +48,7 @@ async function measure(name: string, db: Database, svc: Service, events: number,
     p99Ms: r.p99,
     failed: r.non2xx + r.errors + r.timeouts,
     serverCores: used.serverCores,
+    mainThreadCores: used.mainThreadCores,
     postgresCores: used.postgresCores,
     peakRssMiB: peakRssMiB(svc.pid),
     tableRowsBefore: before,

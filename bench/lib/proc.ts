@@ -3,10 +3,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_S = 100;
 
-/** CPU seconds (user + system) a process has used, all threads included. */
-export function cpuSeconds(pid: number): number {
+/** CPU seconds (user + system) a process has used, all threads included; or one thread's with `tid`. */
+export function cpuSeconds(pid: number, tid?: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
   } catch {
@@ -40,17 +40,24 @@ export function peakRssMiB(pid: number): number {
 }
 
 export interface CpuWindow {
-  stop(): { serverCores: number; postgresCores: number; seconds: number };
+  stop(): { serverCores: number; mainThreadCores: number; postgresCores: number; seconds: number };
 }
 
+/** CPU used from now until stop(): the service (all threads, and its main thread alone) and PostgreSQL. */
 export function cpuWindow(serverPid: number): CpuWindow {
   const t0 = performance.now();
   const s0 = cpuSeconds(serverPid);
+  const m0 = cpuSeconds(serverPid, serverPid);
   const p0 = postgresCpuSeconds();
   return {
     stop() {
       const seconds = (performance.now() - t0) / 1000;
-      return { serverCores: (cpuSeconds(serverPid) - s0) / seconds, postgresCores: (postgresCpuSeconds() - p0) / seconds, seconds };
+      return {
+        serverCores: (cpuSeconds(serverPid) - s0) / seconds,
+        mainThreadCores: (cpuSeconds(serverPid, serverPid) - m0) / seconds,
+        postgresCores: (postgresCpuSeconds() - p0) / seconds,
+        seconds,
+      };
     },
   };
 }

@@ -2,9 +2,9 @@
 
 export type Row = Record<string, string | number>;
 
-export function table(title: string, rows: Row[]): string {
+export function table(title: string, rows: Row[], columns?: string[]): string {
   if (rows.length === 0) return `${title}\n(no rows)\n`;
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cols = [...new Set([...(columns ?? []), ...rows.flatMap((r) => Object.keys(r))])];
   const cell = (v: string | number | undefined) => (v === undefined ? '' : typeof v === 'number' ? fmt(v) : v);
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
   const line = (vals: string[]) => `| ${vals.map((v, i) => v.padEnd(widths[i]!)).join(' | ')} |`;

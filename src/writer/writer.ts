@@ -305,43 +305,47 @@ export class Writer {
     const results = await Promise.allSettled([...tail, commit]);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    for (const [key, fingerprint] of users.written) this.recentUsers.remember(key, fingerprint);
+    for (const w of users.written) this.recentUsers.remember(w.projectId, w.userId, w.fingerprint);
     return { outcomes, rows: batch.reduce((n, p) => n + p.total, 0) };
   }
 
   /** The user rows this batch must write: what was not written lately, merged per user. */
   private usersToWrite(batch: Pending[]) {
+    this.recentUsers.tick();
+    const recent = this.recentUsers;
     const sightings = { projects: [] as string[], ids: [] as string[] };
     const partial = new Map<string, UserRow>();
     const authoritative = new Map<string, UserRow>();
-    const written = new Map<string, string>();
+    const written: { projectId: string; userId: string; fingerprint: string }[] = [];
+    // Profiles first: a user with a profile in this batch needs no separate sighting.
+    const profiled = new Set<string>();
     for (const p of batch) {
       const projectId = p.req.projectId;
-      for (const id of p.req.userIds) {
-        const key = `${projectId}:${id}`;
-        if (written.has(key) || this.recentUsers.fresh(key)) continue;
-        written.set(key, '');
-        sightings.projects.push(projectId);
-        sightings.ids.push(id);
-      }
       const target = p.req.authoritativeProfiles ? authoritative : partial;
       for (const u of p.req.profiles) {
-        const key = `${projectId}:${u.id}`;
         const fingerprint = `${p.req.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
-        if (this.recentUsers.fresh(key, fingerprint)) continue;
-        written.set(key, fingerprint);
+        if (recent.fresh(projectId, u.id, fingerprint)) continue;
+        const key = `${projectId}:${u.id}`;
+        profiled.add(key);
+        written.push({ projectId, userId: u.id, fingerprint });
         const prev = target.get(key);
         target.set(key, prev === undefined ? { ...u, projectId } : { ...prev, ...definedOnly(u) });
       }
     }
-    // A user with a profile in this batch needs no separate sighting.
-    const keep = sightings.ids.map((id, i) => !partial.has(`${sightings.projects[i]}:${id}`) && !authoritative.has(`${sightings.projects[i]}:${id}`));
-    return {
-      sightings: { projects: sightings.projects.filter((_, i) => keep[i]), ids: sightings.ids.filter((_, i) => keep[i]) },
-      partial: [...partial.values()],
-      authoritative: [...authoritative.values()],
-      written,
-    };
+    const sighted = new Set<string>();
+    for (const p of batch) {
+      const projectId = p.req.projectId;
+      for (const id of p.req.userIds) {
+        if (recent.fresh(projectId, id)) continue;
+        const key = `${projectId}:${id}`;
+        if (profiled.has(key) || sighted.has(key)) continue;
+        sighted.add(key);
+        written.push({ projectId, userId: id, fingerprint: '' });
+        sightings.projects.push(projectId);
+        sightings.ids.push(id);
+      }
+    }
+    return { sightings, partial: [...partial.values()], authoritative: [...authoritative.values()], written };
   }
 }
 
