@@ -17,9 +17,13 @@ function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
     'p50 ms': f.p50Ms,
     'p99 ms': f.p99Ms,
     failed: f.failed,
+    'rows/commit': f.rowsPerCommit,
+    'ms/commit': f.commitMs,
     'server cores': f.serverCores,
     'main thread': f.mainThreadCores,
     'pg cores': f.postgresCores,
+    'autocannon cores': f.loadGeneratorCores,
+    'machine busy': f.machineCores,
     'peak RSS MiB': f.peakRssMiB,
     'table rows': `${fmt(f.tableRowsBefore)} → ${fmt(f.tableRowsAfter)}`,
   };
@@ -128,7 +132,7 @@ async function main(): Promise<void> {
       '',
       ...out.slice(0, 2),
       '',
-      table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows, Object.keys(figuresRow({ name: '', requestsPerS: 0, eventsPerS: 0, p50Ms: 0, p99Ms: 0, failed: 0, serverCores: 0, mainThreadCores: 0, postgresCores: 0, peakRssMiB: 0, tableRowsBefore: 0, tableRowsAfter: 0 }, 1))),
+      table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows, Object.keys(figuresRow({ name: '', requestsPerS: 0, eventsPerS: 0, p50Ms: 0, p99Ms: 0, failed: 0, rowsPerCommit: 0, commitMs: 0, serverCores: 0, mainThreadCores: 0, postgresCores: 0, loadGeneratorCores: 0, machineCores: 0, peakRssMiB: 0, tableRowsBefore: 0, tableRowsAfter: 0 }, 1))),
       edRows.length > 0 ? table('initData checks per second on one core (ed25519)', edRows) : '',
       resultLines(results),
     ].join('\n');

@@ -1,7 +1,6 @@
 // The scenarios of `make bench`. Each drives the real service (its own process) over HTTP with
 // autocannon, except `ceiling`, which is PostgreSQL alone: the same rows COPied straight into the
 // same table by this process, the yardstick every service figure is divided by.
-import { completeRow } from '../src/pipeline/copy-text.js';
 import { processServerBatch } from '../src/pipeline/batch.js';
 import { COPY_EVENTS } from '../src/writer/statements.js';
 import { copyIn } from '../src/writer/copy-in.js';
@@ -19,9 +18,13 @@ export interface Figures {
   p50Ms: number;
   p99Ms: number;
   failed: number;
+  rowsPerCommit: number;
+  commitMs: number;
   serverCores: number;
   mainThreadCores: number;
   postgresCores: number;
+  loadGeneratorCores: number;
+  machineCores: number;
   peakRssMiB: number;
   tableRowsBefore: number;
   tableRowsAfter: number;
@@ -40,7 +43,13 @@ async function measure(name: string, db: Database, svc: Service, events: number,
   const r = await driver(o.durationS);
   const used = cpu.stop();
   const after = await tableRows(db.sql);
+  const m = await scrape(svc.url);
+  const commits = (m.get('tg_ingest_commit_rows_count{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_rows_count{path="staging"}') ?? 0);
+  const committed = (m.get('tg_ingest_commit_rows_sum{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_rows_sum{path="staging"}') ?? 0);
+  const commitSeconds = (m.get('tg_ingest_commit_duration_seconds_sum{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_duration_seconds_sum{path="staging"}') ?? 0);
   return {
+    commitMs: (commitSeconds * 1000) / Math.max(1, commits),
+    rowsPerCommit: committed / Math.max(1, commits),
     name,
     requestsPerS: r.rps,
     eventsPerS: r.rps * events,
@@ -50,6 +59,8 @@ async function measure(name: string, db: Database, svc: Service, events: number,
     serverCores: used.serverCores,
     mainThreadCores: used.mainThreadCores,
     postgresCores: used.postgresCores,
+    loadGeneratorCores: used.loadGeneratorCores,
+    machineCores: used.machineCores,
     peakRssMiB: peakRssMiB(svc.pid),
     tableRowsBefore: before,
     tableRowsAfter: after,
@@ -111,7 +122,7 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
     const t = serverBatch(batchRows, { tail, users: 20_000 }, k * batchRows);
     const r = processServerBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api' });
     if (!r.ok) throw new Error('template refused');
-    const text = Buffer.concat([Buffer.from(r.batch.rows), Buffer.from(r.batch.actions.map((a) => completeRow(a.prefix, true)).join(''))]);
+    const text = Buffer.from(r.batch.rows);
     return { buf: text, slots: slotsIn(text, tail) };
   });
   const conns = Array.from({ length: o.connections ?? 2 }, () => connect(db.url, { max: 1, name: 'bench ceiling' }));
@@ -123,7 +134,7 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
   const deadline = started + o.durationS * 1000;
   await Promise.all(conns.map(async (sql) => {
     while (performance.now() < deadline && (o.maxRows === undefined || rows < o.maxRows)) {
-      await copyIn(sql, COPY_EVENTS, [stamp(copyTemplates[counter % copyTemplates.length]!, counter++)]);
+      await copyIn(sql, COPY_EVENTS, stamp(copyTemplates[counter % copyTemplates.length]!, counter++));
       rows += batchRows;
     }
   }));

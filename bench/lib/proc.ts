@@ -39,8 +39,16 @@ export function peakRssMiB(pid: number): number {
   }
 }
 
+/** Busy and total CPU seconds of the whole machine (all cores), from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  return { busy: (total - idle) / TICKS_PER_S, total: total / TICKS_PER_S };
+}
+
 export interface CpuWindow {
-  stop(): { serverCores: number; mainThreadCores: number; postgresCores: number; seconds: number };
+  stop(): { serverCores: number; mainThreadCores: number; postgresCores: number; loadGeneratorCores: number; machineCores: number; seconds: number };
 }
 
 /** CPU used from now until stop(): the service (all threads, and its main thread alone) and PostgreSQL. */
@@ -49,6 +57,8 @@ export function cpuWindow(serverPid: number): CpuWindow {
   const s0 = cpuSeconds(serverPid);
   const m0 = cpuSeconds(serverPid, serverPid);
   const p0 = postgresCpuSeconds();
+  const g0 = cpuSeconds(process.pid);
+  const c0 = machineCpuSeconds();
   return {
     stop() {
       const seconds = (performance.now() - t0) / 1000;
@@ -56,6 +66,8 @@ export function cpuWindow(serverPid: number): CpuWindow {
         serverCores: (cpuSeconds(serverPid) - s0) / seconds,
         mainThreadCores: (cpuSeconds(serverPid, serverPid) - m0) / seconds,
         postgresCores: (postgresCpuSeconds() - p0) / seconds,
+        loadGeneratorCores: (cpuSeconds(process.pid) - g0) / seconds,
+        machineCores: (machineCpuSeconds().busy - c0.busy) / seconds,
         seconds,
       };
     },

@@ -39,7 +39,8 @@ export class TokenResolver {
   /** null: unknown or revoked. Throws when the database cannot answer and nothing is cached. */
   async resolve(token: string): Promise<TokenInfo | null> {
     if (!token.startsWith(TOKEN_PREFIX) || token.length > 128) return null;
-    const v = await this.cache.get(hashToken(token).toString('base64'));
+    // Keyed by the token itself, in memory only, so a hit costs no hashing; the database sees the digest.
+    const v = await this.cache.get(token);
     return 'unknown' in v ? null : v;
   }
 
@@ -52,11 +53,11 @@ export class TokenResolver {
     this.cache.deleteWhere((v) => !('unknown' in v) && v.botId === botId);
   }
 
-  private async load(key: string): Promise<Cached> {
+  private async load(token: string): Promise<Cached> {
     const [row] = await this.sql<{ token_id: string; bot_id: string; project_id: string | null; api_ingest: boolean }[]>`
       SELECT t.token_id, t.bot_id, b.project_id, b.api_ingest
       FROM api_tokens t JOIN bots b USING (bot_id)
-      WHERE t.token_hash = ${Buffer.from(key, 'base64')} AND t.revoked_at IS NULL`;
+      WHERE t.token_hash = ${hashToken(token)} AND t.revoked_at IS NULL`;
     return row === undefined ? UNKNOWN : { tokenId: row.token_id, botId: row.bot_id, projectId: row.project_id, apiIngest: row.api_ingest };
   }
 }

@@ -1,5 +1,6 @@
-// postgres.js clients. Every socket gets TCP_NODELAY: without it each COPY waits ~40 ms on
-// Nagle's algorithm (see FIELD-NOTES.md).
+// postgres.js clients. A TCP socket gets TCP_NODELAY: without it each COPY waits ~40 ms on
+// Nagle's algorithm (see FIELD-NOTES.md). A URL with `?host=/socket/dir` uses that Unix socket,
+// which costs the CPU less per write than loopback TCP.
 import { connect as netConnect, type Socket } from 'node:net';
 import postgres from 'postgres';
 
@@ -30,15 +31,16 @@ export interface ConnectOptions {
 
 export function connect(url: string, { max, name, connectTimeoutS = 5 }: ConnectOptions): Sql {
   const u = new URL(url);
-  // A Unix-socket URL (host=/path) is passed through; only TCP needs the custom socket.
-  const tcp = !u.searchParams.get('host')?.startsWith('/');
-  return postgres(url, {
+  const socketDir = u.searchParams.get('host');
+  const unix = socketDir?.startsWith('/') === true;
+  if (unix) u.searchParams.delete('host');
+  return postgres(u.toString(), {
     max,
     connect_timeout: connectTimeoutS,
     idle_timeout: 0,
     max_lifetime: null,
     onnotice: () => undefined,
     connection: { application_name: name },
-    ...(tcp ? { socket: noDelaySocket as never } : {}),
+    ...(unix ? { path: `${socketDir}/.s.PGSQL.${u.port || 5432}` } : { socket: noDelaySocket as never }),
   }) as Sql;
 }

@@ -111,6 +111,8 @@ export async function startEmbeddedPostgres({ dir, log = () => undefined }: Embe
   }
   const password = readFileSync(passwordFile, 'utf8').trim();
 
+  // A Unix socket in the cluster directory when its path fits the kernel's limit (107 bytes).
+  const socketDir = Buffer.byteLength(`${cluster}/.s.PGSQL.65535`) <= 107 && !/['\s]/.test(cluster) ? cluster : null;
   let port = runningPort(cluster);
   const started = port === null;
   if (port === null) {
@@ -118,7 +120,7 @@ export async function startEmbeddedPostgres({ dir, log = () => undefined }: Embe
     const opts = [
       `-p ${port}`,
       "-c listen_addresses=127.0.0.1",
-      "-c unix_socket_directories=''",
+      `-c unix_socket_directories='${socketDir ?? ''}'`,
       '-c max_connections=200',
       '-c shared_buffers=256MB',
       '-c max_wal_size=4GB',
@@ -130,8 +132,10 @@ export async function startEmbeddedPostgres({ dir, log = () => undefined }: Embe
     log(`using the embedded PostgreSQL already running on 127.0.0.1:${port}`);
   }
 
+  // Reused clusters may predate the socket; use it only if it is there.
+  const socket = socketDir !== null && existsSync(`${socketDir}/.s.PGSQL.${port}`) ? `?host=${encodeURIComponent(socketDir)}` : '';
   return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres${socket}`,
     started,
     async stop() {
       await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', 'fast', '-D', cluster], as).catch((err: Error) => log(`stopping PostgreSQL: ${err.message}`));

@@ -110,7 +110,8 @@ export class HttpServer {
       bodyDone = true;
       bodyResolve(Buffer.alloc(0));
     }
-    let buf: Buffer | null = declared !== null && declared <= max ? Buffer.allocUnsafeSlow(declared) : null;
+    // Small bodies come from Node's pool (cheap); large ones get their own memory, so they can move to a worker.
+    let buf: Buffer | null = declared === null || declared > max ? null : declared < 65_536 ? Buffer.allocUnsafe(declared) : Buffer.allocUnsafeSlow(declared);
     let chunks: Buffer[] | null = buf === null ? [] : null;
     let size = 0;
     res.onData((chunk, isLast) => {

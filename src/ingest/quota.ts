@@ -23,8 +23,14 @@ export interface Reservation {
 
 const NONE: Reservation = Object.freeze({ projectId: '', events: 0 });
 
+let monthCache = { month: '', until: 0 };
+
+/** "YYYY-MM" in UTC, recomputed only when a month boundary has passed. */
 function currentMonth(nowMs: number): string {
-  return new Date(nowMs).toISOString().slice(0, 7);
+  if (nowMs < monthCache.until && nowMs >= monthCache.until - 32 * 86_400_000) return monthCache.month;
+  const d = new Date(nowMs);
+  monthCache = { month: d.toISOString().slice(0, 7), until: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+  return monthCache.month;
 }
 
 export class Quota {

@@ -2,7 +2,7 @@
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
 import type { ErrorCode } from '../errors.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
-import { type Channel, completeRow, RowBuffer, rowPrefix, type RowContext } from './copy-text.js';
+import { type Channel, eventRow, RowBuffer, type RowContext } from './copy-text.js';
 import { isUserId, type Mode, normalizeEvent, parseEventId, diagnosticId } from './event.js';
 import { repairString, truncateCodePoints } from './strings.js';
 
@@ -31,10 +31,10 @@ export interface BotSnapshot {
   starsAmount: number | null;
 }
 
-/** A row whose billing depends on who reported its messenger action first; the writer completes it. */
-export interface ActionRow {
+/** An event carrying a messenger action: billed only if its connection reported the action first. */
+export interface ActionRef {
   key: string;
-  prefix: string;
+  eventId: string;
 }
 
 export interface BatchResult {
@@ -44,10 +44,10 @@ export interface BatchResult {
   diagnostics: Diagnostic[];
   diagnosticsTruncated: boolean;
   diagnosticCounts: Partial<Record<DiagnosticCode, number>>;
-  /** COPY text of rows without an action key, billed = true. */
+  /** COPY text of every accepted event, billed = true. */
   rows: Uint8Array;
   rowCount: number;
-  actions: ActionRow[];
+  actions: ActionRef[];
   /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
   userIds: string[];
   /** Profiles to upsert (users[] on endpoint B, the initData user on endpoint A). */
@@ -97,7 +97,7 @@ function checkParseTime(events: unknown[]): Refusal | null {
 function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink, sizeHint: number) {
   const seen = new Set<string>();
   const userIds = new Set<string>();
-  const actions: ActionRow[] = [];
+  const actions: ActionRef[] = [];
   const rows = new RowBuffer(sizeHint);
   let accepted = 0;
   let rejected = 0;
@@ -128,9 +128,8 @@ function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserI
     if (webappUserId !== null) ev.platformUserId = webappUserId;
     accepted++;
     userIds.add(ev.platformUserId!);
-    const prefix = rowPrefix(ctx, ev);
-    if (ev.actionKey !== null) actions.push({ key: ev.actionKey, prefix });
-    else rows.push(completeRow(prefix, true));
+    rows.push(eventRow(ctx, ev));
+    if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
   }
   return { accepted, rejected, duplicated, rows, actions, userIds };
 }

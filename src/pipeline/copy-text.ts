@@ -2,7 +2,7 @@
 // main thread only forwards them to the database.
 import type { NormalizedEvent } from './event.js';
 
-/** Column order of every COPY into `events`; `billed` comes last so a row's prefix can be completed later. */
+/** Column order of every COPY into `events`. Rows are written billed; the writer unbills the few that another connection reported first. */
 export const EVENT_COLUMNS = [
   'project_id', 'bot_id', 'event_id', 'event_name', 'event_type', 'event_date', 'received_at',
   'platform_user_id', 'origin', 'channel', 'text', 'props_string', 'props_long', 'props_float',
@@ -32,17 +32,13 @@ export interface RowContext {
   channel: Channel;
 }
 
-/** Everything of a row except the `billed` column and the newline. */
-export function rowPrefix(ctx: RowContext, ev: NormalizedEvent): string {
+/** One row of COPY text, newline included. */
+export function eventRow(ctx: RowContext, ev: NormalizedEvent): string {
   return (
     `${ctx.projectId}\t${ctx.botId}\t${ev.eventId}\t${copyText(ev.eventName)}\t${ev.eventType}\t${ev.eventDate}\t${ctx.receivedAt}\t` +
     `${ev.platformUserId ?? '\\N'}\t${ev.origin}\t${ctx.channel}\t${ev.text === null ? '\\N' : copyText(ev.text)}\t` +
-    `${copyJson(ev.propsString)}\t${copyJson(ev.propsLong)}\t${copyJson(ev.propsFloat)}\t${copyJson(ev.propsBool)}\t${copyJson(ev.tg)}\t`
+    `${copyJson(ev.propsString)}\t${copyJson(ev.propsLong)}\t${copyJson(ev.propsFloat)}\t${copyJson(ev.propsBool)}\t${copyJson(ev.tg)}\tt\n`
   );
-}
-
-export function completeRow(prefix: string, billed: boolean): string {
-  return billed ? `${prefix}t\n` : `${prefix}f\n`;
 }
 
 /**
@@ -55,14 +51,15 @@ export class RowBuffer {
   rows = 0;
 
   constructor(estimateBytes: number) {
-    this.buf = Buffer.allocUnsafeSlow(Math.max(4096, estimateBytes));
+    // Small batches take memory from Node's pool (cheap); a worker copies them before moving.
+    this.buf = estimateBytes < 32_768 ? Buffer.allocUnsafe(Math.max(1024, estimateBytes)) : Buffer.allocUnsafeSlow(estimateBytes);
   }
 
   push(row: string): void {
     // A UTF-16 code unit never takes more than three UTF-8 bytes.
     const need = this.len + row.length * 3;
     if (need > this.buf.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
+      const bigger = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2, 32_768));
       this.buf.copy(bigger, 0, 0, this.len);
       this.buf = bigger;
     }
@@ -71,6 +68,6 @@ export class RowBuffer {
   }
 
   bytes(): Uint8Array {
-    return new Uint8Array(this.buf.buffer, 0, this.len);
+    return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }

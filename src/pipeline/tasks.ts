@@ -4,15 +4,24 @@ import { type BatchContext, type BatchOutcome, processServerBatch, processWebapp
 import { decodeJson } from './decode.js';
 import { verifySignature } from '../auth/ed25519.js';
 
-export type WorkerTask =
+export type SingleTask =
   | { kind: 'server'; body: Uint8Array; gzip: boolean; maxBodyBytes: number; ctx: BatchContext }
   /** The body was decoded on the main thread already (it had to read botId); it is valid JSON. */
   | { kind: 'webapp'; body: Uint8Array; ctx: BatchContext; user: UserSeen }
   | { kind: 'verify'; message: string; signature: string; publicKeys: readonly string[] };
 
-export type WorkerResult = BatchOutcome | { verified: boolean };
+/** Small requests travel to a worker in groups: one message for many, one wake-up of the worker. */
+export type WorkerTask = SingleTask | { kind: 'group'; tasks: SingleTask[] };
+
+export type SingleResult = BatchOutcome | { verified: boolean };
+export type WorkerResult = SingleResult | { results: SingleResult[] };
 
 export function runTask(task: WorkerTask): WorkerResult {
+  if (task.kind === 'group') return { results: task.tasks.map(runSingle) };
+  return runSingle(task);
+}
+
+function runSingle(task: SingleTask): SingleResult {
   switch (task.kind) {
     case 'server': {
       const decoded = decodeJson(task.body, task.gzip, task.maxBodyBytes);

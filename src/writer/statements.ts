@@ -12,48 +12,68 @@ export interface ActionClaim {
   projectId: string;
   key: string;
   connection: string;
+  eventId: string;
+  /** Index of the request in the batch. */
+  req: number;
 }
 
-const ownerKey = (projectId: string, key: string) => `${projectId}\u0000${key}`;
+export interface StoredCount {
+  projectId: string;
+  stored: number;
+}
 
 /**
- * Records who reported each messenger action first and returns every action's owner.
- * Within the batch the earliest claim wins; an action already known keeps its owner.
+ * The billing of a batch, in one statement after its rows are in: records who reported each
+ * messenger action first (within the batch the earliest claim wins; a known action keeps its owner),
+ * unbills the rows this transaction stored for actions another connection owns, and charges the
+ * ledger. Returns the unbilled rows per request. Only rows this transaction wrote (xmin) take part,
+ * so a redelivery can neither claim an action nor lose an earlier row's billing. The no-op DO UPDATE
+ * makes RETURNING yield the owner of an existing action too, even one committed by another
+ * connection while this statement waited for it.
  */
-export async function claimActions(sql: Sql, claims: ActionClaim[]): Promise<Map<string, string>> {
-  const owners = new Map<string, string>();
-  if (claims.length === 0) return owners;
-  const rows = await sql<{ project_id: string; action_key: string; connection_id: string }[]>`
+export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[]): Promise<Map<number, number>> {
+  // Sent at once (execute), so it precedes whatever the caller queues after it.
+  const query = sql<{ req: number; n: number }[]>`
     WITH input AS (
-      SELECT * FROM unnest(${claims.map((c) => c.projectId)}::uuid[], ${claims.map((c) => c.key)}::text[], ${claims.map((c) => c.connection)}::text[])
-        WITH ORDINALITY AS t(project_id, action_key, connection_id, ord)
+      SELECT * FROM unnest(${claims.map((c) => c.projectId)}::uuid[], ${claims.map((c) => c.key)}::text[],
+                           ${claims.map((c) => c.connection)}::text[], ${claims.map((c) => c.eventId)}::uuid[], ${claims.map((c) => c.req)}::int[])
+        WITH ORDINALITY AS t(project_id, action_key, connection_id, event_id, req, ord)
+    ), mine AS (
+      SELECT DISTINCT ON (i.project_id, i.event_id) i.*
+      FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id AND e.xmin = pg_current_xact_id()::xid
+      ORDER BY i.project_id, i.event_id, i.ord
     ), firsts AS (
       SELECT DISTINCT ON (project_id, action_key) project_id, action_key, connection_id
-      FROM input ORDER BY project_id, action_key, ord
-    ), ins AS (
-      INSERT INTO billing_actions (project_id, action_key, connection_id)
+      FROM mine ORDER BY project_id, action_key, ord
+    ), claimed AS (
+      INSERT INTO billing_actions AS b (project_id, action_key, connection_id)
       SELECT project_id, action_key, connection_id FROM firsts ORDER BY project_id, action_key
-      ON CONFLICT DO NOTHING
+      ON CONFLICT (project_id, action_key) DO UPDATE SET connection_id = b.connection_id
       RETURNING project_id, action_key, connection_id
+    ), unbilled AS (
+      UPDATE events e SET billed = false
+      FROM mine m JOIN claimed c ON c.project_id = m.project_id AND c.action_key = m.action_key
+      WHERE m.connection_id <> c.connection_id AND e.project_id = m.project_id AND e.event_id = m.event_id
+      RETURNING m.project_id, m.req
+    ), counts AS (
+      SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
+    ), ledger AS (
+      INSERT INTO billing_ledger AS l (project_id, month, events_billed, events_stored)
+      SELECT s.p, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date, s.stored - coalesce(u.n, 0), s.stored
+      FROM unnest(${stored.map((s) => s.projectId)}::uuid[], ${stored.map((s) => s.stored)}::bigint[]) AS s(p, stored)
+      LEFT JOIN (SELECT project_id, sum(n)::bigint AS n FROM counts GROUP BY 1) u ON u.project_id = s.p
+      WHERE s.stored > 0
+      ORDER BY s.p
+      ON CONFLICT (project_id, month) DO UPDATE SET
+        events_billed = l.events_billed + excluded.events_billed,
+        events_stored = l.events_stored + excluded.events_stored
     )
-    SELECT project_id, action_key, connection_id FROM ins
-    UNION ALL
-    SELECT b.project_id, b.action_key, b.connection_id FROM billing_actions b JOIN firsts f USING (project_id, action_key)`;
-  for (const r of rows) owners.set(ownerKey(r.project_id, r.action_key), r.connection_id);
-  // A claim that raced with another connection's uncommitted insert is visible only to a new statement.
-  const missing = claims.filter((c) => !owners.has(ownerKey(c.projectId, c.key)));
-  if (missing.length > 0) {
-    const late = await sql<{ project_id: string; action_key: string; connection_id: string }[]>`
-      SELECT b.project_id, b.action_key, b.connection_id
-      FROM billing_actions b
-      JOIN unnest(${missing.map((c) => c.projectId)}::uuid[], ${missing.map((c) => c.key)}::text[]) AS m(project_id, action_key) USING (project_id, action_key)`;
-    for (const r of late) owners.set(ownerKey(r.project_id, r.action_key), r.connection_id);
-  }
-  return owners;
-}
-
-export function ownerOf(owners: Map<string, string>, projectId: string, key: string): string | undefined {
-  return owners.get(ownerKey(projectId, key));
+    SELECT req, n FROM counts`.execute();
+  return query.then((rows) => {
+    const unbilled = new Map<number, number>();
+    for (const r of rows) unbilled.set(r.req, (unbilled.get(r.req) ?? 0) + r.n);
+    return unbilled;
+  });
 }
 
 /** Prepares the per-connection staging table used when a batch meets rows that already exist. */
@@ -66,7 +86,6 @@ export interface StagedCounts {
   /** Index of the request in the batch. */
   req: number;
   inserted: number;
-  notBilled: number;
 }
 
 /**
@@ -74,21 +93,19 @@ export interface StagedCounts {
  * the batch (the first wins). `bounds[i]` is the first staging ordinal of request i.
  */
 export async function insertStaged(sql: Sql, bounds: number[]): Promise<StagedCounts[]> {
-  const rows = await sql<{ req: number; inserted: number; not_billed: number }[]>`
+  const rows = await sql<{ req: number; inserted: number }[]>`
     WITH firsts AS (
       SELECT DISTINCT ON (project_id, event_id) * FROM ingest_staging ORDER BY project_id, event_id, ord
     ), ins AS (
       INSERT INTO events (${sql.unsafe(COLS)})
       SELECT ${sql.unsafe(COLS)} FROM firsts ORDER BY project_id, event_id
       ON CONFLICT (project_id, event_id) DO NOTHING
-      RETURNING project_id, event_id, billed
+      RETURNING project_id, event_id
     )
-    SELECT width_bucket(f.ord, ${bounds}::bigint[]) - 1 AS req,
-           count(*)::int AS inserted,
-           (count(*) FILTER (WHERE NOT ins.billed))::int AS not_billed
+    SELECT width_bucket(f.ord, ${bounds}::bigint[]) - 1 AS req, count(*)::int AS inserted
     FROM ins JOIN firsts f USING (project_id, event_id)
     GROUP BY 1`;
-  return rows.map((r) => ({ req: r.req, inserted: r.inserted, notBilled: r.not_billed }));
+  return rows.map((r) => ({ req: r.req, inserted: r.inserted }));
 }
 
 export interface UserRow extends UserSeen {
@@ -151,21 +168,4 @@ export function updateBots(sql: Sql, rows: BotRow[]) {
                 ${rows.map((r) => (r.starsAmount === null ? null : String(r.starsAmount)))}::numeric[])
       AS s(bot_id, mid, name, description, stars)
     WHERE b.bot_id = s.bot_id`;
-}
-
-export interface LedgerRow {
-  projectId: string;
-  billed: number;
-  stored: number;
-}
-
-export function addToLedger(sql: Sql, rows: LedgerRow[]) {
-  return sql`
-    INSERT INTO billing_ledger AS l (project_id, month, events_billed, events_stored)
-    SELECT p, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date, b, s
-    FROM unnest(${rows.map((r) => r.projectId)}::uuid[], ${rows.map((r) => r.billed)}::bigint[], ${rows.map((r) => r.stored)}::bigint[]) AS t(p, b, s)
-    ORDER BY p
-    ON CONFLICT (project_id, month) DO UPDATE SET
-      events_billed = l.events_billed + excluded.events_billed,
-      events_stored = l.events_stored + excluded.events_stored`;
 }

@@ -5,13 +5,11 @@
 // Dedup is optimistic: rows are COPied straight into `events`; only when that meets an existing
 // (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
 import { connect, type Sql } from '../db/connect.js';
-import type { ActionRow, BotSnapshot, UserSeen } from '../pipeline/batch.js';
-import { completeRow } from '../pipeline/copy-text.js';
+import type { ActionRef, BotSnapshot, UserSeen } from '../pipeline/batch.js';
 import { copyIn } from './copy-in.js';
 import { RecentUsers } from './recent-users.js';
 import {
-  addToLedger, type BotRow, claimActions, COPY_EVENTS, COPY_STAGING, insertStaged, type LedgerRow, ownerOf,
-  recordSightings, resetStaging, updateBots, upsertUsers, type UserRow,
+  type BotRow, COPY_EVENTS, COPY_STAGING, insertStaged, recordSightings, resetStaging, settleBilling, updateBots, upsertUsers, type UserRow,
 } from './statements.js';
 
 export interface WriteRequest {
@@ -23,7 +21,7 @@ export interface WriteRequest {
   /** COPY text of complete rows (billed = t). */
   rows: Uint8Array;
   rowCount: number;
-  actions: ActionRow[];
+  actions: ActionRef[];
   /** Users seen in the events, without a profile. */
   userIds: string[];
   profiles: UserSeen[];
@@ -124,7 +122,7 @@ export class Writer {
   submit(req: WriteRequest): Promise<WriteOutcome> {
     if (this.closed) return Promise.reject(new WriteError('unavailable', 'the writer is closed'));
     return new Promise((resolve, reject) => {
-      const total = req.rowCount + req.actions.length;
+      const total = req.rowCount;
       this.queue.push({ req, total, enqueuedAt: performance.now(), resolve, reject });
       this.queuedRows += total;
       this.kick();
@@ -249,63 +247,51 @@ export class Writer {
   }
 
   private async transaction(sql: Sql, batch: Pending[], staged: boolean): Promise<{ outcomes: WriteOutcome[]; rows: number }> {
-    await sql.unsafe('BEGIN');
-    const owners = await claimActions(sql, batch.flatMap((p) => p.req.actions.map((a) => ({ projectId: p.req.projectId, key: a.key, connection: p.req.connection }))));
-    const encoder = new TextEncoder();
-    const chunks: Uint8Array[] = [];
-    const notBilled: number[] = [];
-    for (const p of batch) {
-      chunks.push(p.req.rows);
-      let text = '';
-      let unbilled = 0;
-      for (const a of p.req.actions) {
-        const billed = ownerOf(owners, p.req.projectId, a.key) === p.req.connection;
-        if (!billed) unbilled++;
-        text += completeRow(a.prefix, billed);
-      }
-      if (text !== '') chunks.push(encoder.encode(text));
-      notBilled.push(unbilled);
-    }
+    // Three round trips: BEGIN with the COPY statement; the rows; then billing, profiles and COMMIT
+    // together. postgres.js sends a query only when it is first awaited, so each statement here is
+    // created with execute(), in order: an `await` inside a helper would let COMMIT overtake it.
+    const begin = sql.unsafe('BEGIN').execute();
+    if (staged) await Promise.all([begin, resetStaging(sql)]);
+    const data = batch.length === 1 ? batch[0]!.req.rows : Buffer.concat(batch.map((p) => p.req.rows));
+    // Every statement is awaited, so none can reject unobserved.
+    await Promise.all([begin, copyIn(sql, staged ? COPY_STAGING : COPY_EVENTS, data)]);
 
-    let outcomes: WriteOutcome[];
-    if (!staged) {
-      await copyIn(sql, COPY_EVENTS, chunks);
-      outcomes = batch.map((p, i) => ({ stored: p.total, billed: p.total - notBilled[i]!, storedNotBilled: notBilled[i]!, redelivered: 0 }));
-    } else {
-      await resetStaging(sql);
-      await copyIn(sql, COPY_STAGING, chunks);
+    let stored: number[];
+    if (!staged) stored = batch.map((p) => p.total);
+    else {
       const bounds: number[] = [];
       let next = 1;
       for (const p of batch) {
         bounds.push(next);
         next += p.total;
       }
-      const counts = await insertStaged(sql, bounds);
-      outcomes = batch.map((p) => ({ stored: 0, billed: 0, storedNotBilled: 0, redelivered: p.total }));
-      for (const c of counts) {
-        const o = outcomes[c.req]!;
-        o.stored = c.inserted;
-        o.storedNotBilled = c.notBilled;
-        o.billed = c.inserted - c.notBilled;
-        o.redelivered = batch[c.req]!.total - c.inserted;
-      }
+      stored = batch.map(() => 0);
+      for (const c of await insertStaged(sql, bounds)) stored[c.req] = c.inserted;
     }
 
-    const tail: Promise<unknown>[] = [];
+    const claims = batch.flatMap((p, req) => p.req.actions.map((a) => ({ projectId: p.req.projectId, key: a.key, connection: p.req.connection, eventId: a.eventId, req })));
+    const perProject = new Map<string, number>();
+    batch.forEach((p, i) => perProject.set(p.req.projectId, (perProject.get(p.req.projectId) ?? 0) + stored[i]!));
+    const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })));
+    const statements: Promise<unknown>[] = [settled];
     const users = this.usersToWrite(batch);
-    if (users.sightings.ids.length > 0) tail.push(recordSightings(sql, users.sightings.projects, users.sightings.ids));
-    if (users.partial.length > 0) tail.push(upsertUsers(sql, users.partial, false));
-    if (users.authoritative.length > 0) tail.push(upsertUsers(sql, users.authoritative, true));
+    if (users.sightings.ids.length > 0) statements.push(recordSightings(sql, users.sightings.projects, users.sightings.ids).execute());
+    if (users.partial.length > 0) statements.push(upsertUsers(sql, users.partial, false).execute());
+    if (users.authoritative.length > 0) statements.push(upsertUsers(sql, users.authoritative, true).execute());
     const bots = latestBots(batch);
-    if (bots.length > 0) tail.push(updateBots(sql, bots));
-    const ledger = ledgerRows(batch, outcomes);
-    if (ledger.length > 0) tail.push(addToLedger(sql, ledger));
-    // Pipelined: the statements go out together; COMMIT only reports ROLLBACK if one failed, so check each.
-    const commit = sql.unsafe('COMMIT');
-    const results = await Promise.allSettled([...tail, commit]);
+    if (bots.length > 0) statements.push(updateBots(sql, bots).execute());
+    // Pipelined: COMMIT only reports ROLLBACK if a statement before it failed, so check each.
+    const commit = sql.unsafe('COMMIT').execute();
+    const results = await Promise.allSettled([...statements, commit]);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     for (const w of users.written) this.recentUsers.remember(w.projectId, w.userId, w.fingerprint);
+
+    const unbilled = await settled;
+    const outcomes = batch.map((p, i) => {
+      const n = unbilled.get(i) ?? 0;
+      return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: p.total - stored[i]! };
+    });
     return { outcomes, rows: batch.reduce((n, p) => n + p.total, 0) };
   }
 
@@ -359,17 +345,4 @@ function latestBots(batch: Pending[]): BotRow[] {
   const bots = new Map<string, BotRow>();
   for (const p of batch) if (p.req.bot !== null) bots.set(p.req.botId, { ...p.req.bot, botId: p.req.botId });
   return [...bots.values()];
-}
-
-function ledgerRows(batch: Pending[], outcomes: WriteOutcome[]): LedgerRow[] {
-  const rows = new Map<string, LedgerRow>();
-  batch.forEach((p, i) => {
-    const o = outcomes[i]!;
-    if (o.stored === 0) return;
-    const r = rows.get(p.req.projectId) ?? { projectId: p.req.projectId, billed: 0, stored: 0 };
-    r.billed += o.billed;
-    r.stored += o.stored;
-    rows.set(p.req.projectId, r);
-  });
-  return [...rows.values()];
 }
