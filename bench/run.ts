@@ -64,7 +64,8 @@ async function main(): Promise<void> {
         say(`ceiling: ${fmt(c.rowsPerS)} rows/s`);
       }
       if (want('b-large')) {
-        const f = await endpointB('b-large (B, 1000-event batches, 16 conn)', main, { ...o, events: 1000, connections: 16 });
+        const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
+        const f = await endpointB(`b-large (B, 1000-event batches, ${conns} conn)`, main, { ...o, events: 1000, connections: conns });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: 'b-large_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
         results.push({ name: 'b-large_p99', value: f.p99Ms, unit: 'ms' });
@@ -75,12 +76,13 @@ async function main(): Promise<void> {
       await main.drop();
     }
 
-    for (const [name, env] of [['b-small', {}], ['b-small-pool', { INLINE_MAX_BYTES: '0' }]] as const) {
+    const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
+    for (const [name, env] of [['b-small', extraEnv], ['b-small-pool', { ...extraEnv, INLINE_MAX_BYTES: '0' }]] as const) {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
         const label = name === 'b-small' ? 'b-small (B, 10-event batches, 100 conn)' : 'b-small-pool (same, every body through the worker pool)';
-        const f = await endpointB(label, db, { ...o, events: 10, connections: 100, env });
+        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });

@@ -8,6 +8,8 @@ export interface Template {
   buf: Buffer;
   /** Byte offsets of the 8-hex-digit slot of every eventId. */
   slots: number[];
+  /** Byte offsets of the 8-decimal-digit slot of every tg.message_id. */
+  numberSlots?: number[];
   events: number;
 }
 
@@ -46,7 +48,9 @@ export function event(i: number, o: EventOptions): Record<string, unknown> {
     e.platformUserId = String(100_000_000 + ((i * 7919) % o.users));
   }
   e.propsString = { screen: SCREENS[i % SCREENS.length], variant: i % 2 ? 'a' : 'b', ...(platform ? { 'tg.chat_type': 'private' } : {}) };
-  e.propsLong = { items: i % 7, price_cents: 1299 + i, ...(platform ? { 'tg.chat_id': 100_000_000 + (i % o.users), 'tg.message_id': i } : {}) };
+  // The message id carries a slot too (1, then 8 stamped digits, then the event index), so every
+  // message is a new messenger action as in real traffic.
+  e.propsLong = { items: i % 7, price_cents: 1299 + i, ...(platform ? { 'tg.chat_id': 100_000_000 + (i % o.users), 'tg.message_id': Number(`1${'0'.repeat(8)}${String(i % 10_000).padStart(4, '0')}`) } : {}) };
   if (!o.webapp) e.propsFloat = { score: Math.round((i % 100) * 0.731 * 1000) / 1000 };
   e.propsBool = { first_time: i % 3 === 0 };
   if (i % 5 === 0) e.text = 'Hi, is the spring collection in stock?';
@@ -59,7 +63,10 @@ export function template(body: Record<string, unknown>): Template {
   const slots: number[] = [];
   const needle = Buffer.from(`"${SLOT_PLACEHOLDER}-`);
   for (let at = buf.indexOf(needle); at !== -1; at = buf.indexOf(needle, at + 1)) slots.push(at + 1);
-  return { buf, slots, events: slots.length };
+  const numberSlots: number[] = [];
+  const msg = Buffer.from('"tg.message_id":1');
+  for (let at = buf.indexOf(msg); at !== -1; at = buf.indexOf(msg, at + 1)) numberSlots.push(at + msg.length);
+  return { buf, slots, numberSlots, events: slots.length };
 }
 
 export function serverBatch(events: number, o: EventOptions, offset = 0): Template {
@@ -67,11 +74,15 @@ export function serverBatch(events: number, o: EventOptions, offset = 0): Templa
 }
 
 /** A copy of the template whose ids carry `counter`. */
-export function stamp(t: { buf: Buffer; slots: number[] }, counter: number): Buffer {
+export function stamp(t: { buf: Buffer; slots: number[]; numberSlots?: number[] }, counter: number): Buffer {
   const out = Buffer.allocUnsafe(t.buf.length);
   t.buf.copy(out);
   const hex = (counter >>> 0).toString(16).padStart(8, '0');
   for (const at of t.slots) out.write(hex, at, 'latin1');
+  if (t.numberSlots && t.numberSlots.length > 0) {
+    const dec = String(counter % 100_000_000).padStart(8, '0');
+    for (const at of t.numberSlots) out.write(dec, at, 'latin1');
+  }
   return out;
 }
 

@@ -79,7 +79,7 @@ export class AdminStore {
       SELECT p.event_allowance, coalesce(l.events_billed, 0) AS billed, coalesce(l.events_stored, 0) AS stored,
              to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
       FROM projects p
-      LEFT JOIN billing_ledger l ON l.project_id = p.project_id AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
+      LEFT JOIN billing_usage l ON l.project_id = p.project_id AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
       WHERE p.project_id = ${projectId}`;
     if (r === undefined) return null;
     return { month: r.month, eventAllowance: num(r.event_allowance), eventsBilled: Number(r.billed), eventsStored: Number(r.stored) };

@@ -27,9 +27,11 @@ export interface ConnectOptions {
   /** Shown in pg_stat_activity. */
   name: string;
   connectTimeoutS?: number;
+  /** Session settings (run-time parameters). */
+  settings?: Record<string, string>;
 }
 
-export function connect(url: string, { max, name, connectTimeoutS = 5 }: ConnectOptions): Sql {
+export function connect(url: string, { max, name, connectTimeoutS = 5, settings = {} }: ConnectOptions): Sql {
   const u = new URL(url);
   const socketDir = u.searchParams.get('host');
   const unix = socketDir?.startsWith('/') === true;
@@ -40,7 +42,7 @@ export function connect(url: string, { max, name, connectTimeoutS = 5 }: Connect
     idle_timeout: 0,
     max_lifetime: null,
     onnotice: () => undefined,
-    connection: { application_name: name },
+    connection: { application_name: name, ...settings },
     ...(unix ? { path: `${socketDir}/.s.PGSQL.${u.port || 5432}` } : { socket: noDelaySocket as never }),
   }) as Sql;
 }

@@ -93,14 +93,20 @@ CREATE TABLE billing_actions (
   PRIMARY KEY (project_id, action_key)
 );
 
--- Billing ledger: events charged and stored per project and calendar month (UTC).
+-- Billing ledger: events charged and stored per project and calendar month (UTC). Each writer
+-- connection adds to its own shard, so concurrent commits of one busy project never queue on one
+-- row lock; billing_usage sums the shards.
 CREATE TABLE billing_ledger (
   project_id    uuid NOT NULL,
   month         date NOT NULL,
+  shard         smallint NOT NULL DEFAULT 0,
   events_billed bigint NOT NULL DEFAULT 0,
   events_stored bigint NOT NULL DEFAULT 0,
-  PRIMARY KEY (project_id, month)
+  PRIMARY KEY (project_id, month, shard)
 );
+CREATE VIEW billing_usage AS
+  SELECT project_id, month, sum(events_billed)::bigint AS events_billed, sum(events_stored)::bigint AS events_stored
+  FROM billing_ledger GROUP BY project_id, month;
 `,
   },
 ];

@@ -128,7 +128,7 @@ export class Quota {
         SELECT p.event_allowance, coalesce(l.events_billed, 0) AS billed,
                to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
         FROM projects p
-        LEFT JOIN billing_ledger l ON l.project_id = p.project_id
+        LEFT JOIN billing_usage l ON l.project_id = p.project_id
           AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
         WHERE p.project_id = ${projectId}`;
     } catch {

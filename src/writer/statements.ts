@@ -31,7 +31,7 @@ export interface StoredCount {
  * makes RETURNING yield the owner of an existing action too, even one committed by another
  * connection while this statement waited for it.
  */
-export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[]): Promise<Map<number, number>> {
+export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[], shard: number): Promise<Map<number, number>> {
   // Sent at once (execute), so it precedes whatever the caller queues after it.
   const query = sql<{ req: number; n: number }[]>`
     WITH input AS (
@@ -50,21 +50,26 @@ export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCou
       SELECT project_id, action_key, connection_id FROM firsts ORDER BY project_id, action_key
       ON CONFLICT (project_id, action_key) DO UPDATE SET connection_id = b.connection_id
       RETURNING project_id, action_key, connection_id
+    ), losers AS (
+      -- NOT IN runs as a hashed subplan: CTE row estimates are useless here and a join of the two
+      -- would loop over every pair.
+      SELECT * FROM mine
+      WHERE (project_id, action_key, connection_id) NOT IN (SELECT project_id, action_key, connection_id FROM claimed)
     ), unbilled AS (
       UPDATE events e SET billed = false
-      FROM mine m JOIN claimed c ON c.project_id = m.project_id AND c.action_key = m.action_key
-      WHERE m.connection_id <> c.connection_id AND e.project_id = m.project_id AND e.event_id = m.event_id
-      RETURNING m.project_id, m.req
+      FROM losers l
+      WHERE e.project_id = l.project_id AND e.event_id = l.event_id
+      RETURNING l.project_id, l.req
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
     ), ledger AS (
-      INSERT INTO billing_ledger AS l (project_id, month, events_billed, events_stored)
-      SELECT s.p, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date, s.stored - coalesce(u.n, 0), s.stored
+      INSERT INTO billing_ledger AS l (project_id, month, shard, events_billed, events_stored)
+      SELECT s.p, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date, ${shard}::smallint, s.stored - coalesce(u.n, 0), s.stored
       FROM unnest(${stored.map((s) => s.projectId)}::uuid[], ${stored.map((s) => s.stored)}::bigint[]) AS s(p, stored)
       LEFT JOIN (SELECT project_id, sum(n)::bigint AS n FROM counts GROUP BY 1) u ON u.project_id = s.p
       WHERE s.stored > 0
       ORDER BY s.p
-      ON CONFLICT (project_id, month) DO UPDATE SET
+      ON CONFLICT (project_id, month, shard) DO UPDATE SET
         events_billed = l.events_billed + excluded.events_billed,
         events_stored = l.events_stored + excluded.events_stored
     )

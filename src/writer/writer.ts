@@ -112,7 +112,9 @@ export class Writer {
 
   private newSql(i: number): Sql {
     // One max:1 client per connection: a COPY must never share a connection with queued queries.
-    return connect(this.opts.url, { max: 1, name: `tg-ingest writer ${i}` });
+    // Custom plans: a generic plan knows nothing of the arrays the statements unnest and chose a
+    // sequential scan of events for the billing statement (measured: 50M rows read in 4 s).
+    return connect(this.opts.url, { max: 1, name: `tg-ingest writer ${i}`, settings: { plan_cache_mode: 'force_custom_plan' } });
   }
 
   get pendingRequests(): number {
@@ -183,7 +185,7 @@ export class Writer {
   private async runBatch(slot: Slot, batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcomes = await this.withTimeout(slot, () => this.commit(slot.sql, batch));
+        const outcomes = await this.withTimeout(slot, () => this.commit(slot, batch));
         batch.forEach((p, i) => p.resolve(outcomes[i]!));
         return;
       } catch (err) {
@@ -225,10 +227,11 @@ export class Writer {
     }
   }
 
-  private async commit(sql: Sql, batch: Pending[]): Promise<WriteOutcome[]> {
+  private async commit(slot: Slot, batch: Pending[]): Promise<WriteOutcome[]> {
+    const sql = slot.sql;
     const started = performance.now();
     try {
-      const out = await this.transaction(sql, batch, false);
+      const out = await this.transaction(slot, batch, false);
       this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'copy' });
       return out.outcomes;
     } catch (err) {
@@ -237,7 +240,7 @@ export class Writer {
       this.opts.onError?.(err, 'conflict');
     }
     try {
-      const out = await this.transaction(sql, batch, true);
+      const out = await this.transaction(slot, batch, true);
       this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'staging' });
       return out.outcomes;
     } catch (err) {
@@ -246,7 +249,8 @@ export class Writer {
     }
   }
 
-  private async transaction(sql: Sql, batch: Pending[], staged: boolean): Promise<{ outcomes: WriteOutcome[]; rows: number }> {
+  private async transaction(slot: Slot, batch: Pending[], staged: boolean): Promise<{ outcomes: WriteOutcome[]; rows: number }> {
+    const sql = slot.sql;
     // Three round trips: BEGIN with the COPY statement; the rows; then billing, profiles and COMMIT
     // together. postgres.js sends a query only when it is first awaited, so each statement here is
     // created with execute(), in order: an `await` inside a helper would let COMMIT overtake it.
@@ -272,7 +276,7 @@ export class Writer {
     const claims = batch.flatMap((p, req) => p.req.actions.map((a) => ({ projectId: p.req.projectId, key: a.key, connection: p.req.connection, eventId: a.eventId, req })));
     const perProject = new Map<string, number>();
     batch.forEach((p, i) => perProject.set(p.req.projectId, (perProject.get(p.req.projectId) ?? 0) + stored[i]!));
-    const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })));
+    const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })), slot.id);
     const statements: Promise<unknown>[] = [settled];
     const users = this.usersToWrite(batch);
     if (users.sightings.ids.length > 0) statements.push(recordSightings(sql, users.sightings.projects, users.sightings.ids).execute());

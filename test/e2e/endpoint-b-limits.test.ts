@@ -45,14 +45,14 @@ describe('endpoint B: rate limit', () => {
 describe('endpoint B: database trouble', () => {
   it('503 with Retry-After when an uncached plan cannot be read', async () => {
     const p = await provision(srv.url);
-    await db.sql`ALTER TABLE billing_ledger RENAME TO billing_ledger_away`;
+    await db.sql`ALTER VIEW billing_usage RENAME TO billing_usage_away`;
     try {
       const r = await postB(srv.url, p.token, { events: [serverEvent()] });
       expect(r.status).toBe(503);
       expect(r.body.error).toBe('unavailable');
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     } finally {
-      await db.sql`ALTER TABLE billing_ledger_away RENAME TO billing_ledger`;
+      await db.sql`ALTER VIEW billing_usage_away RENAME TO billing_usage`;
     }
     expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
   });
