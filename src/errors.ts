@@ -39,6 +39,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, message: 'The body must be application/json.' },
   unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
   rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
+  messenger_bot_id_taken: { status: 409, message: 'Another bot already has this messengerBotId.' },
   // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
   internal: { status: 500, message: 'Internal error.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable; retry after the delay in Retry-After.' },

@@ -76,12 +76,14 @@ function found<T>(v: T | null, what: string): T {
 
 const toId = (v: number | string | null | undefined): string | null | undefined => (v === undefined ? undefined : v === null ? null : String(v));
 
-/** A foreign key to a missing project is the caller's 404, not our 500. */
-async function projectMustExist<T>(work: Promise<T>): Promise<T> {
+/** A missing project (foreign key) is the caller's 404 and a taken messenger bot id their 409, not our 500. */
+async function botWrite<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
-    if ((err as { code?: string }).code === '23503') throw new HttpError('not_found', 'No such project.');
+    const e = err as { code?: string; constraint_name?: string };
+    if (e.code === '23503') throw new HttpError('not_found', 'No such project.');
+    if (e.code === '23505' && e.constraint_name === 'bots_messenger_bot_id_key') throw new HttpError('messenger_bot_id_taken');
     throw err;
   }
 }
@@ -121,7 +123,7 @@ export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: st
     }))
     .route('post', '/admin/bots', guard(async (_req, rb) => {
       const b = await jsonBody<{ messengerBotId?: number | string | null; projectId?: string | null; name?: string | null }>(rb, schemas.createBot, {});
-      const bot = await projectMustExist(store.createBot({ messengerBotId: toId(b.messengerBotId) ?? null, projectId: b.projectId?.toLowerCase() ?? null, name: b.name ?? null }));
+      const bot = await botWrite(store.createBot({ messengerBotId: toId(b.messengerBotId) ?? null, projectId: b.projectId?.toLowerCase() ?? null, name: b.name ?? null }));
       return ok(201, { botId: bot.botId, bot });
     }))
     .route('get', '/admin/bots', guard(async () => ok(200, await store.listBots())))
@@ -129,7 +131,7 @@ export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: st
     .route('patch', '/admin/bots/:botId', guard(async (req, rb) => {
       const botId = id(req);
       const b = await jsonBody<{ projectId?: string | null; messengerBotId?: number | string | null; miniAppIngest?: boolean; apiIngest?: boolean; name?: string | null }>(rb, schemas.patchBot);
-      const bot = found(await projectMustExist(store.updateBot(botId, { ...b, projectId: b.projectId === undefined ? undefined : b.projectId?.toLowerCase() ?? null, messengerBotId: toId(b.messengerBotId) })), 'bot');
+      const bot = found(await botWrite(store.updateBot(botId, { ...b, projectId: b.projectId === undefined ? undefined : b.projectId?.toLowerCase() ?? null, messengerBotId: toId(b.messengerBotId) })), 'bot');
       hooks.botChanged(botId);
       return ok(200, bot);
     }))

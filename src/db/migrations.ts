@@ -35,6 +35,8 @@ CREATE TABLE bots (
   created_at       timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX bots_project_idx ON bots (project_id);
+-- initData is signed for a messenger bot: two service bots sharing one would accept each other's sessions.
+CREATE UNIQUE INDEX bots_messenger_bot_id_key ON bots (messenger_bot_id);
 
 -- Only a SHA-256 of each token is stored; the value is shown once, at creation.
 CREATE TABLE api_tokens (

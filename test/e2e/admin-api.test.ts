@@ -154,3 +154,16 @@ describe('health', () => {
     expect(m.headers.get('allow')).toBe('POST');
   });
 });
+
+describe('admin API: messenger bot ids', () => {
+  it('refuses a messengerBotId another bot already has, since initData is signed per messenger bot', async () => {
+    const first = await admin(srv.url, 'POST', '/admin/bots', { messengerBotId: 9_123_456_789 });
+    expect(first.status).toBe(201);
+    const second = await admin(srv.url, 'POST', '/admin/bots', { messengerBotId: 9_123_456_789 });
+    expect(second.status).toBe(409);
+    expect(second.body.error).toBe('messenger_bot_id_taken');
+    const other = await admin(srv.url, 'POST', '/admin/bots', {});
+    const patch = await admin(srv.url, 'PATCH', `/admin/bots/${other.body.botId}`, { messengerBotId: '9123456789' });
+    expect(patch.status).toBe(409);
+  });
+});

@@ -31,6 +31,7 @@ afterAll(async () => {
 
 const webEvent = (over: Record<string, unknown> = {}) => ({ eventId: randomUUID(), eventName: 'button_click', eventDate: new Date().toISOString(), eventType: 'interaction', ...over });
 const initData = (o: Partial<InitDataOptions> = {}) => makeInitData(signer, { messengerBotId: BOT, ...o });
+const initDataFor = (own: Provisioned, o: Partial<InitDataOptions> = {}) => initData({ messengerBotId: own.messengerBotId, ...o });
 
 function postA(body: unknown, headers: Record<string, string> = {}, path = '/tg/webapp'): Promise<Res> {
   return call(`${srv.url}${path}`, { method: 'POST', headers, body });
@@ -84,15 +85,15 @@ describe('endpoint A: valid initData', () => {
   });
 
   it('upserts the profile from initData, free of charge', async () => {
-    const own = await provision(srv.url, { messengerBotId: BOT, eventAllowance: 10 });
+    const own = await provision(srv.url, { eventAllowance: 10 });
     const user = { id: 777001, first_name: 'Linus', last_name: 'T', username: 'linus', language_code: 'fi', is_premium: true };
-    const r = await postA({ botId: own.botId, auth: { initData: initData({ user }) }, events: [webEvent(), webEvent()] });
+    const r = await postA({ botId: own.botId, auth: { initData: initDataFor(own, { user }) }, events: [webEvent(), webEvent()] });
     expect(r.status).toBe(202);
     const [u] = await db.sql`SELECT * FROM users WHERE project_id = ${own.projectId}`;
     expect(u).toMatchObject({ messenger_user_id: '777001', first_name: 'Linus', last_name: 'T', username: 'linus', language_code: 'fi', is_premium: true });
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsBilled: 2, eventsStored: 2 });
     // initData is authoritative: a field the user removed is cleared.
-    await postA({ botId: own.botId, auth: { initData: initData({ user: { id: 777001, first_name: 'Linus' } }) }, events: [webEvent()] });
+    await postA({ botId: own.botId, auth: { initData: initDataFor(own, { user: { id: 777001, first_name: 'Linus' } }) }, events: [webEvent()] });
     const [after] = await db.sql`SELECT username, last_name, is_premium FROM users WHERE project_id = ${own.projectId}`;
     expect(after).toEqual({ username: null, last_name: null, is_premium: false });
   });
@@ -167,8 +168,8 @@ describe('endpoint A: other statuses', () => {
   });
 
   it('409 when the bot is not linked, not configured, or mini-app ingest is off', async () => {
-    const own = await provision(srv.url, { messengerBotId: BOT });
-    const body = () => ({ botId: own.botId, auth: { initData: initData() }, events: [webEvent()] });
+    const own = await provision(srv.url);
+    const body = () => ({ botId: own.botId, auth: { initData: initDataFor(own) }, events: [webEvent()] });
     await admin(srv.url, 'PATCH', `/admin/bots/${own.botId}`, { miniAppIngest: false });
     expectError(await postA(body()), 409, 'miniapp_ingest_disabled');
     await admin(srv.url, 'PATCH', `/admin/bots/${own.botId}`, { miniAppIngest: true, projectId: null });
@@ -178,9 +179,9 @@ describe('endpoint A: other statuses', () => {
   });
 
   it('402 when the allowance is used up', async () => {
-    const own = await provision(srv.url, { messengerBotId: BOT, eventAllowance: 1 });
-    expect((await postA({ botId: own.botId, auth: { initData: initData() }, events: [webEvent()] })).status).toBe(202);
-    expectError(await postA({ botId: own.botId, auth: { initData: initData() }, events: [webEvent()] }), 402, 'allowance_exhausted');
+    const own = await provision(srv.url, { eventAllowance: 1 });
+    expect((await postA({ botId: own.botId, auth: { initData: initDataFor(own) }, events: [webEvent()] })).status).toBe(202);
+    expectError(await postA({ botId: own.botId, auth: { initData: initDataFor(own) }, events: [webEvent()] }), 402, 'allowance_exhausted');
   });
 
   it('415 for other content types', async () => {
@@ -205,8 +206,8 @@ describe('endpoint A: rate limit per bot and user', () => {
   it('429 with Retry-After once a user exhausts the bucket; other users are unaffected', async () => {
     const limited = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, RATE_LIMIT_BURST: '2', RATE_LIMIT_PER_MIN: '1' });
     try {
-      const own = await provision(limited.url, { messengerBotId: BOT });
-      const send = (id: number) => call(`${limited.url}/tg/webapp`, { method: 'POST', body: { botId: own.botId, auth: { initData: initData({ user: { id } }) }, events: [webEvent()] } });
+      const own = await provision(limited.url);
+      const send = (id: number) => call(`${limited.url}/tg/webapp`, { method: 'POST', body: { botId: own.botId, auth: { initData: initDataFor(own, { user: { id } }) }, events: [webEvent()] } });
       expect((await send(1)).status).toBe(202);
       expect((await send(1)).status).toBe(202);
       const r = await send(1);
@@ -223,8 +224,8 @@ describe('endpoint A: default keys', () => {
   it('trusts only the production key unless told otherwise', async () => {
     const plain = await startServer(db.url);
     try {
-      const own = await provision(plain.url, { messengerBotId: BOT });
-      const r = await call(`${plain.url}/tg/webapp`, { method: 'POST', body: { botId: own.botId, auth: { initData: initData() }, events: [webEvent()] } });
+      const own = await provision(plain.url);
+      const r = await call(`${plain.url}/tg/webapp`, { method: 'POST', body: { botId: own.botId, auth: { initData: initDataFor(own) }, events: [webEvent()] } });
       expectError(r, 401, 'initdata_signature_invalid');
     } finally {
       await plain.stop();

@@ -35,18 +35,22 @@ export function admin<T = any>(base: string, method: string, path: string, body?
 export interface Provisioned {
   projectId: string;
   botId: string;
+  messengerBotId: number;
   token: string;
   tokenId: string;
 }
 
+let nextMessengerBotId = 7_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
+
 export async function provision(base: string, opts: { eventAllowance?: number | null; messengerBotId?: number } = {}): Promise<Provisioned> {
   const p = await admin(base, 'POST', '/admin/projects', { name: 'test project', eventAllowance: opts.eventAllowance ?? null });
   if (p.status !== 201) throw new Error(`create project: ${p.status} ${p.text}`);
-  const b = await admin(base, 'POST', '/admin/bots', { projectId: p.body.projectId, messengerBotId: opts.messengerBotId ?? 7000001 });
+  const messengerBotId = opts.messengerBotId ?? nextMessengerBotId++;
+  const b = await admin(base, 'POST', '/admin/bots', { projectId: p.body.projectId, messengerBotId });
   if (b.status !== 201) throw new Error(`create bot: ${b.status} ${b.text}`);
   const t = await admin(base, 'POST', `/admin/bots/${b.body.botId}/tokens`);
   if (t.status !== 201) throw new Error(`create token: ${t.status} ${t.text}`);
-  return { projectId: p.body.projectId, botId: b.body.botId, token: t.body.token, tokenId: t.body.tokenId };
+  return { projectId: p.body.projectId, botId: b.body.botId, messengerBotId, token: t.body.token, tokenId: t.body.tokenId };
 }
 
 export function postB<T = any>(base: string, token: string | null, body: unknown, headers: Record<string, string> = {}, path = '/tg'): Promise<Res<T>> {
