@@ -10,7 +10,9 @@ import { HttpError } from './errors.js';
 import { HttpServer, type Handler } from './http/server.js';
 import { corsHeaders, corsPreflight, webappEndpoint } from './ingest/endpoint-a.js';
 import { serverEndpoint } from './ingest/endpoint-b.js';
+import type { CommitTarget } from './ingest/commit.js';
 import { IngestPool } from './ingest/pool.js';
+import { IngestStats } from './ingest/stats.js';
 import { Quota } from './ingest/quota.js';
 import { TokenBuckets } from './limits/token-bucket.js';
 import type { Logger } from './log.js';
@@ -75,11 +77,13 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const tokens = new TokenResolver(sql, config.authCacheTtlMs);
   const bots = new BotResolver(sql, config.authCacheTtlMs);
   const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
-  const onOutcome = (channel: 'bot_api' | 'webapp', b: BatchResult, o: WriteOutcome | null) => {
-    metrics.batch(channel === 'bot_api' ? 'server' : 'webapp', b.accepted + b.rejected + b.duplicated, {
+  const stats = new IngestStats();
+  const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
+    metrics.batch(t.channel === 'bot_api' ? 'server' : 'webapp', b.accepted + b.rejected + b.duplicated, {
       accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
       stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
     }, b.diagnosticCounts);
+    stats.record(t.projectId, { accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated, storedNotBilled: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0 }, b.diagnosticCounts);
   };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
@@ -117,7 +121,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     server.route('post', path, a).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
   }
 
-  mountAdmin(server, new AdminStore(sql), adminToken, {
+  mountAdmin(server, new AdminStore(sql), adminToken, (projectId) => stats.get(projectId), {
     tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
     botChanged: (botId) => {
       tokens.forgetBot(botId);

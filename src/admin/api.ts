@@ -5,6 +5,7 @@ import { HttpError } from '../errors.js';
 import type { BodyReader, Handler, HttpServer, Reply, Request } from '../http/server.js';
 import { parseEventId } from '../pipeline/event.js';
 import { adminTokenMatches } from './admin-token.js';
+import type { ProjectStats } from '../ingest/stats.js';
 import type { AdminStore } from './store.js';
 
 /** Local caches to drop at once when provisioning changes what they hold. */
@@ -88,7 +89,7 @@ async function botWrite<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: string, hooks: AdminHooks): void {
+export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: string, stats: (projectId: string) => ProjectStats, hooks: AdminHooks): void {
   const guard = (h: Handler): Handler => (req, readBody) => {
     if (!adminTokenMatches(adminToken, req.headers.authorization)) throw new HttpError('admin_unauthorized');
     return h(req, readBody);
@@ -115,6 +116,11 @@ export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: st
       const projectId = id(req);
       found(await store.getProject(projectId), 'project');
       return ok(200, await store.revenue(projectId));
+    }))
+    .route('get', '/admin/projects/:projectId/stats', guard(async (req) => {
+      const projectId = id(req);
+      found(await store.getProject(projectId), 'project');
+      return ok(200, stats(projectId));
     }))
     .route('get', '/admin/projects/:projectId/bots', guard(async (req) => {
       const projectId = id(req);

@@ -40,13 +40,13 @@ export interface CommitDeps {
   quota: Quota;
   writer: Writer;
   /** After every batch, committed (with its outcome) or rejected whole (null). */
-  onOutcome?: (channel: Channel, batch: BatchResult, outcome: WriteOutcome | null) => void;
+  onOutcome?: (target: CommitTarget, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }
 
 export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: CommitTarget): Promise<Reply> {
   // Resending a batch whose every event was rejected can never succeed: 400 with the normal body.
   if (batch.accepted === 0) {
-    deps.onOutcome?.(t.channel, batch, null);
+    deps.onOutcome?.(t, batch, null);
     return { status: 400, body: responseBody(batch, 0) };
   }
   const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
@@ -71,6 +71,6 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
     throw new HttpError('unavailable', 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', undefined, 1);
   }
   deps.quota.settle(reservation, outcome.billed);
-  deps.onOutcome?.(t.channel, batch, outcome);
+  deps.onOutcome?.(t, batch, outcome);
   return { status: 202, body: responseBody(batch, outcome.storedNotBilled) };
 }

@@ -167,3 +167,20 @@ describe('admin API: messenger bot ids', () => {
     expect(patch.status).toBe(409);
   });
 });
+
+describe('admin API: live stats', () => {
+  it('counts accepted, rejected and duplicated events per project and minute, and the top diagnostics', async () => {
+    const p = await admin(srv.url, 'POST', '/admin/projects', { name: 'Stats' });
+    const b = await admin(srv.url, 'POST', '/admin/bots', { projectId: p.body.projectId });
+    const t = await admin(srv.url, 'POST', `/admin/bots/${b.body.botId}/tokens`);
+    const dup = serverEvent();
+    await postB(srv.url, t.body.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined })] });
+    const s = await admin(srv.url, 'GET', `/admin/projects/${p.body.projectId}/stats`);
+    expect(s.status).toBe(200);
+    expect(s.body.totals).toEqual({ accepted: 2, rejected: 1, duplicated: 1, storedNotBilled: 0, redelivered: 0 });
+    expect(s.body.minutes).toHaveLength(60);
+    expect(s.body.minutes[59]).toMatchObject({ accepted: 2, rejected: 1, duplicated: 1 });
+    expect(s.body.topDiagnostics).toEqual([{ code: 'event_missing_identity', count: 1 }, { code: 'event_type_unknown', count: 1 }]);
+    expect((await admin(srv.url, 'GET', '/admin/projects/0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b/stats')).status).toBe(404);
+  });
+});
