@@ -1,5 +1,7 @@
 // Composition of the service: database, writer, worker pool, caches, limiters and routes.
 import { mountAdmin } from './admin/api.js';
+import { mountAdminPage } from './admin/page.js';
+import { openApiDocument } from './openapi.js';
 import { AdminStore } from './admin/store.js';
 import { TokenResolver } from './auth/api-tokens.js';
 import { BotResolver } from './auth/bots.js';
@@ -121,6 +123,8 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     server.route('post', path, a).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
   }
 
+  // The page first: its routes are more specific than the API's.
+  mountAdminPage(server);
   mountAdmin(server, new AdminStore(sql), adminToken, (projectId) => stats.get(projectId), {
     tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
     botChanged: (botId) => {
@@ -130,6 +134,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     planChanged: (projectId) => quota.forget(projectId),
   });
 
+  server.route('get', '/openapi.json', () => ({ status: 200, body: openApiDocument() }));
   server.route('get', '/metrics', async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
   server.route('get', '/healthz', () => ({ status: 200, body: { status: 'ok' } }));
   server.route('get', '/readyz', async () => {
