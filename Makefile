@@ -1,6 +1,6 @@
 # The whole set-up: `make run` starts the service, `make test` runs the suite. Both install
 # dependencies first when node_modules is missing or older than the lockfile.
-.PHONY: run test build bench install clean
+.PHONY: run test build check bench install clean
 
 STAMP := node_modules/.installed
 
@@ -16,7 +16,11 @@ build: $(STAMP)
 run: build
 	node dist/src/main.js
 
-test: build
+# Type-checks the tests and benchmarks too (tsc builds only what ships).
+check: $(STAMP)
+	npx tsc -p tsconfig.check.json
+
+test: build check
 	npx vitest run
 
 bench: build

@@ -6,7 +6,7 @@ import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.j
 import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
 import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
 
-const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'a-small', 'ed25519', 'b-large-5m'] as const;
+const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'b-small-scraped', 'a-small', 'ed25519', 'b-large-5m'] as const;
 type Name = (typeof ALL)[number];
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
@@ -77,12 +77,16 @@ async function main(): Promise<void> {
     }
 
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
-    for (const [name, env] of [['b-small', extraEnv], ['b-small-pool', { ...extraEnv, INLINE_MAX_BYTES: '0' }]] as const) {
+    const smallVariants = [
+      ['b-small', 'b-small (B, 10-event batches, 100 conn)', extraEnv, undefined],
+      ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
+      ['b-small-scraped', 'b-small-scraped (same as b-small, /metrics polled every 100 ms)', extraEnv, 100],
+    ] as const;
+    for (const [name, label, env, scrapeEveryMs] of smallVariants) {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const label = name === 'b-small' ? 'b-small (B, 10-event batches, 100 conn)' : 'b-small-pool (same, every body through the worker pool)';
-        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env });
+        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });

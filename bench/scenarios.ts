@@ -68,8 +68,16 @@ async function measure(name: string, db: Database, svc: Service, events: number,
 }
 
 /** Endpoint B with `events`-event batches. */
-export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string> }): Promise<Figures> {
+export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number }): Promise<Figures> {
   const svc = await startService(db.url, o.env);
+  // A Prometheus-like scraper polling /metrics throughout, to show what counting costs.
+  let scraping = o.scrapeEveryMs !== undefined;
+  const scraper = (async () => {
+    while (scraping) {
+      await fetch(`${svc.url}/metrics`).then((r) => r.text()).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, o.scrapeEveryMs));
+    }
+  })();
   try {
     const { token } = await provision(svc.url);
     const tail = runTail();
@@ -80,6 +88,8 @@ export async function endpointB(name: string, db: Database, o: RunOptions & { ev
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
     return await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
   } finally {
+    scraping = false;
+    await scraper;
     await svc.stop();
   }
 }

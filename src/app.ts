@@ -139,8 +139,8 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   server.route('get', '/healthz', () => ({ status: 200, body: { status: 'ok' } }));
   server.route('get', '/readyz', async () => {
     try {
-      if (server.closing) return { status: 503, body: { status: 'shutting_down' } };
-      if (!(await schemaReady(sql))) return { status: 503, body: { status: 'migrations_pending' } };
+      if (server.closing) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
+      if (!(await schemaReady(sql))) return { status: 503, body: { status: 'migrations_pending' }, headers: { 'Retry-After': '1' } };
       return { status: 200, body: { status: 'ready' } };
     } catch {
       return { status: 503, body: { status: 'database_unreachable' }, headers: { 'Retry-After': '1' } };

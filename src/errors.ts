@@ -36,7 +36,7 @@ export const ERRORS = {
   not_found: { status: 404, message: 'Not found.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.' },
   payload_too_large: { status: 413, message: 'The body exceeds the size limit.' },
-  unsupported_media_type: { status: 415, message: 'The body must be application/json.' },
+  unsupported_media_type: { status: 415, message: 'The body must be JSON (Content-Type application/json; endpoint A also takes text/plain).' },
   unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
   rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
   messenger_bot_id_taken: { status: 409, message: 'Another bot already has this messengerBotId.' },

@@ -1,6 +1,42 @@
 // The admin web page at /admin/: static files, no build step, fed by the admin API.
-import type { HttpServer } from '../http/server.js';
+// The files live in src/admin/page/ (tsc does not copy them into dist) and are read once at mount.
+import { existsSync, readFileSync } from 'node:fs';
+import type { HttpServer, Reply } from '../http/server.js';
+
+/** Asset name → Content-Type; served under /admin/page/, which no API route uses. */
+const ASSETS: Record<string, string> = {
+  'admin.js': 'text/javascript; charset=utf-8',
+  'admin.css': 'text/css; charset=utf-8',
+  'icon.svg': 'image/svg+xml',
+};
+
+// Everything from our own origin, nothing inline: data inserted into the page can never run.
+const HEADERS: Record<string, string> = {
+  'Cache-Control': 'no-cache',
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+};
+
+/** dist/src/admin/page.js looks back into the source tree; run from source (tests), the folder is next door. */
+function pageDir(): URL {
+  const candidates = [new URL('./page/', import.meta.url), new URL('../../../src/admin/page/', import.meta.url)];
+  const dir = candidates.find((d) => existsSync(new URL('index.html', d)));
+  if (dir === undefined) throw new Error(`admin page files not found (looked in ${candidates.map((d) => d.pathname).join(', ')})`);
+  return dir;
+}
 
 export function mountAdminPage(server: HttpServer): void {
-  server.route('get', '/admin/', () => ({ status: 200, contentType: 'text/html; charset=utf-8', body: '<!doctype html><title>tg-ingest admin</title>' }));
+  const dir = pageDir();
+  const file = (name: string, contentType: string): Reply => ({ status: 200, contentType, headers: HEADERS, body: readFileSync(new URL(name, dir), 'utf8') });
+
+  const index = file('index.html', 'text/html; charset=utf-8');
+  // The same page on both: the server's status table has no 3xx, and index.html uses absolute asset URLs.
+  server.route('get', '/admin/', () => index).route('get', '/admin', () => index);
+  for (const [name, type] of Object.entries(ASSETS)) {
+    const reply = file(name, type);
+    server.route('get', `/admin/page/${name}`, () => reply);
+  }
 }

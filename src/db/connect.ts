@@ -41,6 +41,9 @@ export function connect(url: string, { max, name, connectTimeoutS = 5, settings 
     connect_timeout: connectTimeoutS,
     idle_timeout: 0,
     max_lifetime: null,
+    // Queries wait for a reconnect; postgres.js's default backoff grows to 20 s, which would hold
+    // requests that long during an outage. Cap it at 1 s.
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1),
     onnotice: () => undefined,
     connection: { application_name: name, ...settings },
     ...(unix ? { path: `${socketDir}/.s.PGSQL.${u.port || 5432}` } : { socket: noDelaySocket as never }),

@@ -81,10 +81,12 @@ function runningPort(dir: string): number | null {
 export interface EmbeddedOptions {
   /** The cluster lives in `<dir>/postgres`; its password in `<dir>/postgres-password`. */
   dir: string;
+  /** Default: a free port, chosen at each start. */
+  port?: number;
   log?: (msg: string) => void;
 }
 
-export async function startEmbeddedPostgres({ dir, log = () => undefined }: EmbeddedOptions): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres({ dir, port: wantedPort, log = () => undefined }: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const bin = await binaries();
   const owner = await runAs();
   const as = owner ?? {};
@@ -116,7 +118,7 @@ export async function startEmbeddedPostgres({ dir, log = () => undefined }: Embe
   let port = runningPort(cluster);
   const started = port === null;
   if (port === null) {
-    port = await freePort();
+    port = wantedPort ?? (await freePort());
     const opts = [
       `-p ${port}`,
       "-c listen_addresses=127.0.0.1",

@@ -110,27 +110,26 @@ export class HttpServer {
       bodyDone = true;
       bodyResolve(Buffer.alloc(0));
     }
-    // Small bodies come from Node's pool (cheap); large ones get their own memory, so they can move to a worker.
-    let buf: Buffer | null = declared === null || declared > max ? null : declared < 65_536 ? Buffer.allocUnsafe(declared) : Buffer.allocUnsafeSlow(declared);
-    let chunks: Buffer[] | null = buf === null ? [] : null;
+    // Memory follows the bytes that arrived, never the Content-Length a client declares: a client
+    // that announces 32 MiB and sends three bytes costs three bytes.
+    let chunks: Buffer[] = [];
     let size = 0;
     res.onData((chunk, isLast) => {
       if (bodyDone) return;
       const n = chunk.byteLength;
-      if (size + n > max || (buf !== null && size + n > buf.length)) {
+      if (size + n > max) {
         bodyDone = true;
-        buf = null;
-        chunks = null;
+        chunks = [];
         bodyReject(new HttpError('payload_too_large', `The body exceeds ${max} bytes.`, { maxBytes: max }));
         return;
       }
-      const view = new Uint8Array(chunk);
-      if (buf !== null) buf.set(view, size);
-      else chunks!.push(Buffer.from(view));
+      // uWS neuters the chunk when this callback returns: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
       size += n;
       if (isLast) {
         bodyDone = true;
-        bodyResolve(buf !== null ? buf.subarray(0, size) : Buffer.concat(chunks!, size));
+        bodyResolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+        chunks = [];
       }
     });
 
@@ -154,7 +153,8 @@ export class HttpServer {
   }
 
   private write(res: HttpResponse, req: Request, reply: Reply): void {
-    const body = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
+    const text = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
+    const body = typeof text === 'string' ? Buffer.from(text) : text;
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
       if (reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
@@ -163,7 +163,23 @@ export class HttpServer {
       if (base) for (const k in base) res.writeHeader(k, base[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       if (reply.status === 204) res.endWithoutBody(0, this.closing);
-      else res.end(body as string | Uint8Array, this.closing);
+      else if (this.closing) res.end(body, true);
+      else this.sendBody(res, body);
+    });
+  }
+
+  /**
+   * tryEnd rather than end: end() would buffer whatever the socket cannot take, so a client that
+   * pipelines requests and never reads made the process buffer gigabytes. With tryEnd the rest waits
+   * for onWritable, and uWS reads no further request on that connection until this one is out.
+   */
+  private sendBody(res: HttpResponse, body: Uint8Array): void {
+    const base = res.getWriteOffset();
+    const [ok, done] = res.tryEnd(body, body.byteLength);
+    if (ok || done) return;
+    res.onWritable((offset) => {
+      const [more, finished] = res.tryEnd(body.subarray(offset - base), body.byteLength);
+      return more || finished;
     });
   }
 

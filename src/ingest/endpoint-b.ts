@@ -30,7 +30,8 @@ export function serverEndpoint(deps: ServerEndpointDeps): Handler {
     } catch (err) {
       reply = errorReply(err);
     }
-    if (seen.rate !== null) reply.headers = { ...reply.headers, ...rateHeaders(seen.rate) };
+    // On every response, as the IETF draft expects; before the token is known, a full bucket.
+    reply.headers = { ...reply.headers, ...rateHeaders(seen.rate ?? deps.buckets.fresh()) };
     return reply;
 
     async function handle(): Promise<Reply> {

@@ -46,6 +46,11 @@ export class TokenBuckets {
     return this.buckets.size;
   }
 
+  /** What a credential that was never charged would see: a full bucket. */
+  fresh(): TakeResult {
+    return { ok: true, limit: this.opts.burst, remaining: this.opts.burst, retryAfterS: 0, resetS: 0 };
+  }
+
   take(key: string): TakeResult {
     const t = this.now();
     if (t - this.lastSweep > 60 || this.buckets.size >= this.maxKeys) this.sweep(t);

@@ -3,10 +3,17 @@
 import type { Sql } from '../db/connect.js';
 import { EVENT_COLUMNS } from '../pipeline/copy-text.js';
 import type { BotSnapshot, UserSeen } from '../pipeline/batch.js';
+import { sameSession, type Session, SessionLost } from './copy-in.js';
 
 const COLS = EVENT_COLUMNS.join(', ');
 export const COPY_EVENTS = `COPY events (${COLS}) FROM STDIN`;
-export const COPY_STAGING = `COPY ingest_staging (${COLS}) FROM STDIN`;
+/** A transaction and its rows in one message (see copy-in.ts). */
+export const BEGIN_COPY_EVENTS = `BEGIN; ${COPY_EVENTS}`;
+/** The same through the per-connection staging table, when a batch meets rows already stored. */
+export const BEGIN_COPY_STAGING = `BEGIN;
+CREATE TEMP TABLE IF NOT EXISTS ingest_staging (LIKE events, ord bigint GENERATED ALWAYS AS IDENTITY);
+TRUNCATE ingest_staging RESTART IDENTITY;
+COPY ingest_staging (${COLS}) FROM STDIN`;
 
 export interface ActionClaim {
   projectId: string;
@@ -31,13 +38,15 @@ export interface StoredCount {
  * makes RETURNING yield the owner of an existing action too, even one committed by another
  * connection while this statement waited for it.
  */
-export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[], shard: number): Promise<Map<number, number>> {
-  // Sent at once (execute), so it precedes whatever the caller queues after it.
+export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[], shard: number, session: Session) {
+  // Sent at once (execute), so it precedes whatever the caller queues after it. It changes nothing
+  // unless it runs in the transaction's own session (pg_backend_pid), and then says so (req -1).
   const query = sql<{ req: number; n: number }[]>`
     WITH input AS (
       SELECT * FROM unnest(${claims.map((c) => c.projectId)}::uuid[], ${claims.map((c) => c.key)}::text[],
                            ${claims.map((c) => c.connection)}::text[], ${claims.map((c) => c.eventId)}::uuid[], ${claims.map((c) => c.req)}::int[])
         WITH ORDINALITY AS t(project_id, action_key, connection_id, event_id, req, ord)
+      WHERE pg_backend_pid() = ${session.pid}
     ), mine AS (
       SELECT DISTINCT ON (i.project_id, i.event_id) i.*
       FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id AND e.xmin = pg_current_xact_id()::xid
@@ -67,24 +76,20 @@ export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCou
       SELECT s.p, (date_trunc('month', now() AT TIME ZONE 'UTC'))::date, ${shard}::smallint, s.stored - coalesce(u.n, 0), s.stored
       FROM unnest(${stored.map((s) => s.projectId)}::uuid[], ${stored.map((s) => s.stored)}::bigint[]) AS s(p, stored)
       LEFT JOIN (SELECT project_id, sum(n)::bigint AS n FROM counts GROUP BY 1) u ON u.project_id = s.p
-      WHERE s.stored > 0
+      WHERE s.stored > 0 AND pg_backend_pid() = ${session.pid}
       ORDER BY s.p
       ON CONFLICT (project_id, month, shard) DO UPDATE SET
         events_billed = l.events_billed + excluded.events_billed,
         events_stored = l.events_stored + excluded.events_stored
     )
-    SELECT req, n FROM counts`.execute();
+    SELECT req, n FROM counts
+    UNION ALL SELECT -1, 0 WHERE pg_backend_pid() <> ${session.pid}`.execute();
   return query.then((rows) => {
+    if (!sameSession(rows.state as Session, session) || rows.some((r) => r.req === -1)) throw new SessionLost();
     const unbilled = new Map<number, number>();
     for (const r of rows) unbilled.set(r.req, (unbilled.get(r.req) ?? 0) + r.n);
     return unbilled;
   });
-}
-
-/** Prepares the per-connection staging table used when a batch meets rows that already exist. */
-export async function resetStaging(sql: Sql): Promise<void> {
-  await sql.unsafe(`CREATE TEMP TABLE IF NOT EXISTS ingest_staging (LIKE events, ord bigint GENERATED ALWAYS AS IDENTITY)`);
-  await sql.unsafe(`TRUNCATE ingest_staging RESTART IDENTITY`);
 }
 
 export interface StagedCounts {
@@ -97,7 +102,7 @@ export interface StagedCounts {
  * Moves staged rows into events, skipping those already stored (redeliveries) and repeats within
  * the batch (the first wins). `bounds[i]` is the first staging ordinal of request i.
  */
-export async function insertStaged(sql: Sql, bounds: number[]): Promise<StagedCounts[]> {
+export async function insertStaged(sql: Sql, bounds: number[], session: Session): Promise<StagedCounts[]> {
   const rows = await sql<{ req: number; inserted: number }[]>`
     WITH firsts AS (
       SELECT DISTINCT ON (project_id, event_id) * FROM ingest_staging ORDER BY project_id, event_id, ord
@@ -110,6 +115,7 @@ export async function insertStaged(sql: Sql, bounds: number[]): Promise<StagedCo
     SELECT width_bucket(f.ord, ${bounds}::bigint[]) - 1 AS req, count(*)::int AS inserted
     FROM ins JOIN firsts f USING (project_id, event_id)
     GROUP BY 1`;
+  if (!sameSession(rows.state as Session, session)) throw new SessionLost();
   return rows.map((r) => ({ req: r.req, inserted: r.inserted }));
 }
 

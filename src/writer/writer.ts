@@ -6,10 +6,10 @@
 // (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
 import { connect, type Sql } from '../db/connect.js';
 import type { ActionRef, BotSnapshot, UserSeen } from '../pipeline/batch.js';
-import { copyIn } from './copy-in.js';
+import { copyIn, type Session, SessionLost, sameSession } from './copy-in.js';
 import { RecentUsers } from './recent-users.js';
 import {
-  type BotRow, COPY_EVENTS, COPY_STAGING, insertStaged, recordSightings, resetStaging, settleBilling, updateBots, upsertUsers, type UserRow,
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, type BotRow, insertStaged, recordSightings, settleBilling, updateBots, upsertUsers, type UserRow,
 } from './statements.js';
 
 export interface WriteRequest {
@@ -81,6 +81,8 @@ interface Slot {
 }
 
 const RETRIES = 3;
+/** How long a failed database is left alone before the next batch tries it again. */
+const DOWN_MS = 500;
 
 type Failure = 'conflict' | 'retry' | 'unavailable' | 'data';
 
@@ -103,6 +105,8 @@ export class Writer {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private idleWaiters: (() => void)[] = [];
+  /** After the database failed, requests are refused at once until then (ms), instead of queueing. */
+  private downUntil = 0;
   /** Users written within the last minute are not written again (last_seen has minute resolution). */
   private readonly recentUsers = new RecentUsers(60_000, 500_000);
 
@@ -123,6 +127,7 @@ export class Writer {
 
   submit(req: WriteRequest): Promise<WriteOutcome> {
     if (this.closed) return Promise.reject(new WriteError('unavailable', 'the writer is closed'));
+    if (performance.now() < this.downUntil) return Promise.reject(new WriteError('unavailable', 'the database is unavailable'));
     return new Promise((resolve, reject) => {
       const total = req.rowCount;
       this.queue.push({ req, total, enqueuedAt: performance.now(), resolve, reject });
@@ -197,6 +202,7 @@ export class Writer {
           return;
         }
         const failure: WriteFailure = kind === 'data' ? 'internal' : 'unavailable';
+        if (failure === 'unavailable') this.downUntil = performance.now() + DOWN_MS;
         const error = new WriteError(failure, failure === 'internal' ? 'the database refused the rows' : 'the database is unavailable', err);
         for (const p of batch) p.reject(error);
         return;
@@ -217,9 +223,7 @@ export class Writer {
         // The connection may be stuck mid-transaction: replace it. Whatever it still commits is
         // redelivered harmlessly when the client retries.
         work.catch(() => undefined);
-        const old = slot.sql;
-        slot.sql = this.newSql(slot.id);
-        void old.end({ timeout: 0 }).catch(() => undefined);
+        this.replaceConnection(slot);
       }
       throw err;
     } finally {
@@ -228,14 +232,13 @@ export class Writer {
   }
 
   private async commit(slot: Slot, batch: Pending[]): Promise<WriteOutcome[]> {
-    const sql = slot.sql;
     const started = performance.now();
     try {
       const out = await this.transaction(slot, batch, false);
       this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'copy' });
       return out.outcomes;
     } catch (err) {
-      await sql.unsafe('ROLLBACK').catch(() => undefined);
+      await this.afterFailure(slot, err);
       if (classify(err) !== 'conflict') throw err;
       this.opts.onError?.(err, 'conflict');
     }
@@ -244,21 +247,39 @@ export class Writer {
       this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'staging' });
       return out.outcomes;
     } catch (err) {
-      await sql.unsafe('ROLLBACK').catch(() => undefined);
+      await this.afterFailure(slot, err);
       throw err;
     }
+  }
+
+  /**
+   * A statement the database refused leaves a live connection in an aborted transaction: roll it
+   * back. Anything else may leave statements queued for postgres.js's silent reconnect, which would
+   * run them on a fresh session: that connection is dropped and replaced, with everything queued.
+   */
+  private async afterFailure(slot: Slot, err: unknown): Promise<void> {
+    if (classify(err) !== 'unavailable') {
+      await slot.sql.unsafe('ROLLBACK').catch(() => undefined);
+      return;
+    }
+    this.replaceConnection(slot);
+  }
+
+  private replaceConnection(slot: Slot): void {
+    const old = slot.sql;
+    slot.sql = this.newSql(slot.id);
+    void old.end({ timeout: 0 }).catch(() => undefined);
   }
 
   private async transaction(slot: Slot, batch: Pending[], staged: boolean): Promise<{ outcomes: WriteOutcome[]; rows: number }> {
     const sql = slot.sql;
     // Three round trips: BEGIN with the COPY statement; the rows; then billing, profiles and COMMIT
-    // together. postgres.js sends a query only when it is first awaited, so each statement here is
+    // together. postgres.js sends a query only when it is first awaited, so each later statement is
     // created with execute(), in order: an `await` inside a helper would let COMMIT overtake it.
-    const begin = sql.unsafe('BEGIN').execute();
-    if (staged) await Promise.all([begin, resetStaging(sql)]);
+    // Each must run in the COPY's session: postgres.js runs a statement queued across a reconnect on
+    // a new session, outside this transaction, so the billing statement checks and every result is.
     const data = batch.length === 1 ? batch[0]!.req.rows : Buffer.concat(batch.map((p) => p.req.rows));
-    // Every statement is awaited, so none can reject unobserved.
-    await Promise.all([begin, copyIn(sql, staged ? COPY_STAGING : COPY_EVENTS, data)]);
+    const session = await copyIn(sql, staged ? BEGIN_COPY_STAGING : BEGIN_COPY_EVENTS, data);
 
     let stored: number[];
     if (!staged) stored = batch.map((p) => p.total);
@@ -270,13 +291,13 @@ export class Writer {
         next += p.total;
       }
       stored = batch.map(() => 0);
-      for (const c of await insertStaged(sql, bounds)) stored[c.req] = c.inserted;
+      for (const c of await insertStaged(sql, bounds, session)) stored[c.req] = c.inserted;
     }
 
     const claims = batch.flatMap((p, req) => p.req.actions.map((a) => ({ projectId: p.req.projectId, key: a.key, connection: p.req.connection, eventId: a.eventId, req })));
     const perProject = new Map<string, number>();
     batch.forEach((p, i) => perProject.set(p.req.projectId, (perProject.get(p.req.projectId) ?? 0) + stored[i]!));
-    const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })), slot.id);
+    const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })), slot.id, session);
     const statements: Promise<unknown>[] = [settled];
     const users = this.usersToWrite(batch);
     if (users.sightings.ids.length > 0) statements.push(recordSightings(sql, users.sightings.projects, users.sightings.ids).execute());
@@ -289,6 +310,8 @@ export class Writer {
     const results = await Promise.allSettled([...statements, commit]);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
+    // A COMMIT that ran on another session committed nothing of ours.
+    if (!sameSession((results[results.length - 1] as PromiseFulfilledResult<{ state: Session }>).value.state, session)) throw new SessionLost();
     for (const w of users.written) this.recentUsers.remember(w.projectId, w.userId, w.fingerprint);
 
     const unbilled = await settled;

@@ -16,7 +16,7 @@ export async function call<T = any>(url: string, init: { method?: string; header
   const res = await fetch(url, {
     method,
     headers: payload !== undefined && !hasType ? { 'content-type': 'application/json', ...headers } : headers,
-    body: payload as BodyInit | undefined,
+    body: payload as string | Uint8Array | undefined,
   });
   const text = await res.text();
   let parsed: unknown = undefined;

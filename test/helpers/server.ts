@@ -19,7 +19,34 @@ export interface RunningServer {
   kill(): Promise<void>;
 }
 
+/** A port free right now, for a server that must come back on the same one or logs too little to announce it. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHealthy(port: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error('server did not become healthy');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  // Above info the "listening" line is not logged: then the port must be given, and /healthz tells.
+  const quiet = ['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL ?? '');
+  if (quiet && (env.PORT === undefined || env.PORT === '0')) env = { ...env, PORT: String(await freePort()) };
   const proc = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH,
@@ -39,6 +66,12 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
   const exited = once(proc, 'exit');
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('\n')}`)), 30_000);
+    if (quiet) {
+      waitHealthy(Number(env.PORT), 30_000).then(() => {
+        clearTimeout(timer);
+        resolve(Number(env.PORT));
+      }, reject);
+    }
     createInterface({ input: proc.stderr! }).on('line', (line) => output.push(line));
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       output.push(line);

@@ -1,0 +1,27 @@
+// Which answers are worth another attempt, and how long to wait before it (the README's retry guidance).
+
+export type Endpoint = 'server' | 'webapp';
+
+/** Status 0 stands for "no response" (network error or timeout): always retryable, the server dedups by eventId. */
+export function isRetryable(endpoint: Endpoint, status: number): boolean {
+  if (status === 0 || status === 429) return true;
+  // B answers 503 for a transient outage and nothing else transient; its 500 means a bug, final.
+  if (endpoint === 'server') return status === 503;
+  return status === 408 || (status >= 500 && status <= 599);
+}
+
+/** Retry-After as delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (value === null) return null;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/** Full jitter: spreads the retries of many clients that failed together. */
+export function backoffMs(retry: number, baseMs: number, maxMs: number, random = Math.random): number {
+  return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** retry));
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

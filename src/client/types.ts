@@ -1,0 +1,143 @@
+// Public types of the client: events per endpoint, options, and what it reports back.
+
+/** The nine categories; anything else is stored as `platform` with a warning. */
+export type EventType = 'message' | 'interaction' | 'payment' | 'membership' | 'business' | 'poll' | 'reaction' | 'boost' | 'platform';
+
+interface EventFields {
+  /** UUID used for deduplication; filled with `crypto.randomUUID()` when omitted. */
+  eventId?: string;
+  eventName: string;
+  /** ISO 8601 date-time (or a Date); filled with the time of `track()` when omitted. */
+  eventDate?: string | Date;
+  eventType: EventType | (string & {});
+  text?: string;
+  propsString?: Record<string, string>;
+  propsLong?: Record<string, number>;
+  propsBool?: Record<string, boolean>;
+}
+
+/** An event for endpoint B (`POST /tg`, from a bot's backend). */
+export interface ServerEventInput extends EventFields {
+  /** The messenger user id as a digit string (not your internal id). */
+  platformUserId: string;
+  eventOrigin: 'platform' | 'custom';
+  propsFloat?: Record<string, number>;
+}
+
+/** An event for endpoint A (`POST /tg/webapp`, from mini-app code): the user comes from initData. */
+export type WebAppEventInput = EventFields;
+
+/** An event as sent: id and date always present, so every retry carries the same ones. */
+export type Stamped<E> = Omit<E, 'eventId' | 'eventDate'> & { eventId: string; eventDate: string };
+
+/** A `users[]` item of endpoint B. */
+export interface UserProfile {
+  messengerUserId: number | string;
+  username?: string;
+  firstName?: string;
+  lastName?: string;
+  languageCode?: string;
+  isPremium?: boolean;
+}
+
+/** The `bot` snapshot of endpoint B. */
+export interface BotSnapshot {
+  messengerBotId?: number | string;
+  name?: string;
+  description?: string;
+  starsAmount?: number;
+}
+
+export interface Diagnostic {
+  event_id: string | null;
+  code: string;
+  severity: 'error' | 'warning';
+  path: string;
+  message: string;
+}
+
+/** The body of a 202 (and of the 400 that means "every event rejected"). */
+export interface IngestResponse {
+  accepted: number;
+  rejected: number;
+  not_consumed_duplicated: number;
+  stored_not_billed: number;
+  diagnostics_truncated: boolean;
+  diagnostics: Diagnostic[];
+}
+
+export interface RejectedEvent<E> {
+  event: Stamped<E>;
+  /** The event's error and warning diagnostics; empty when the server's list was cut at 100. */
+  diagnostics: Diagnostic[];
+}
+
+export interface FailedEvents<E> {
+  events: Stamped<E>[];
+  error: Error;
+}
+
+interface CommonOptions<E> {
+  /** Service address, e.g. `https://ingest.example.com` (no trailing path). */
+  baseUrl: string;
+  /** Events per request; at most (and by default) 1000. */
+  maxBatchEvents?: number;
+  /** A queued event waits at most this long before its batch is sent. Default 1000. */
+  flushIntervalMs?: number;
+  /** Queued plus in-flight events; beyond it `track` reports (or throws) `queue_full`. Default 100000. */
+  maxQueueEvents?: number;
+  /** Requests in flight at once. Default 2. */
+  maxConcurrentRequests?: number;
+  /** Retries after the first attempt of a request. Default 8. */
+  maxRetries?: number;
+  /** Exponential backoff with full jitter: random(0, min(retryMaxMs, retryBaseMs·2^n)). Defaults 250 and 30000. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /** A request that has not answered after this long is abandoned and retried. Default 30000. */
+  requestTimeoutMs?: number;
+  /** Bodies larger than this (bytes of JSON) are gzipped when `CompressionStream` exists. Default 16384. */
+  gzipMinBytes?: number;
+  /** Replaces the global fetch (a proxy, instrumentation). */
+  fetch?: typeof fetch;
+  /** Events the server rejected (diagnostics of severity `error`), with their diagnostics. */
+  onRejected?: (events: Stamped<E>[], diagnostics: Diagnostic[]) => void;
+  /** Events whose delivery failed finally: a status that must not be retried, retries exhausted, or a full queue. */
+  onFailed?: (events: Stamped<E>[], error: Error) => void;
+  /** Warnings (the events were repaired and stored); `events` are those the warnings name. */
+  onWarnings?: (events: Stamped<E>[], diagnostics: Diagnostic[]) => void;
+}
+
+/** Endpoint B: a bot's backend with its per-bot token. Never put the token in client code. */
+export interface ServerClientOptions extends CommonOptions<ServerEventInput> {
+  apiKey: string;
+}
+
+/** Endpoint A: mini-app code, authenticated by the signed initData of the current session. */
+export interface WebAppClientOptions extends CommonOptions<WebAppEventInput> {
+  /** The service's bot id (UUID). */
+  botId: string;
+  /** initData as the mini-app SDK gives it; a function is called for every request, so it may refresh. */
+  initData: string | (() => string);
+}
+
+export type ClientOptions = ServerClientOptions | WebAppClientOptions;
+
+/** What settled since the previous `flush()` resolved. */
+export interface FlushReport<E> {
+  /** Events stored, or recognised as stored before (a redelivery). */
+  accepted: number;
+  rejected: number;
+  failed: number;
+  /** Events dropped as a repeat of an earlier `eventId` in the same request. */
+  duplicated: number;
+  storedNotBilled: number;
+  warnings: number;
+  requests: number;
+  retries: number;
+  /** Rejections, kept here only when no `onRejected` is set (or it threw). */
+  rejectedEvents: RejectedEvent<E>[];
+  /** Failures, kept here only when no `onFailed` is set (or it threw). */
+  failedEvents: FailedEvents<E>[];
+  /** Events whose rejection or failure was counted but not kept, as more than `maxQueueEvents` were waiting for `flush()`. */
+  unkeptEvents: number;
+}

@@ -1,0 +1,109 @@
+// Metrics in Prometheus text, structured logs with request ids, rate-limit headers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+let db: TestDatabase;
+let srv: RunningServer;
+let p: Provisioned;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, { LOG_LEVEL: 'debug', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_MIN: '60' });
+  p = await provision(srv.url);
+});
+afterAll(async () => {
+  await srv?.stop();
+  await db?.drop();
+});
+
+function metric(text: string, name: string, labels: Record<string, string> = {}): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const inner = /\{(.*)\}/.exec(line)?.[1] ?? '';
+    if (want.every((w) => inner.split(',').includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return Number.NaN;
+}
+
+describe('metrics', () => {
+  it('counts requests, events by outcome, diagnostics, batches, commits, the pool, limits and caches', async () => {
+    const second = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token as string;
+    const dup = serverEvent();
+    const pay = () => serverEvent({ eventOrigin: 'platform', propsString: { 'tg.telegram_payment_charge_id': 'm-1' } });
+    await postB(srv.url, p.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined }), pay()] });
+    await postB(srv.url, p.token, { events: [dup] });
+    await postB(srv.url, second, { events: [pay()] });
+    for (let i = 0; i < 6; i++) await postB(srv.url, second, { events: [serverEvent()] });
+
+    const res = await call(`${srv.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    const m = res.text;
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'server', status: '202' })).toBeGreaterThanOrEqual(7);
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'server', status: '429' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'admin', status: '201' })).toBeGreaterThanOrEqual(3);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'accepted' })).toBeGreaterThanOrEqual(9);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'rejected' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'duplicated' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'redelivered' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'stored_not_billed' })).toBe(1);
+    expect(metric(m, 'tg_ingest_diagnostics_total', { code: 'event_type_unknown', severity: 'warning' })).toBe(1);
+    expect(metric(m, 'tg_ingest_diagnostics_total', { code: 'event_missing_identity', severity: 'error' })).toBe(1);
+    expect(metric(m, 'tg_ingest_batch_events_count', { endpoint: 'server' })).toBeGreaterThanOrEqual(7);
+    expect(metric(m, 'tg_ingest_commit_rows_count', { path: 'copy' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_commit_rows_count', { path: 'staging' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_commit_duration_seconds_count', { path: 'copy' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_db_errors_total', { kind: 'conflict' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_rate_limited_total', { endpoint: 'server' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_pool_queue_size')).toBe(0);
+    expect(metric(m, 'tg_ingest_pool_utilization')).toBeGreaterThanOrEqual(0);
+    expect(metric(m, 'tg_ingest_writer_pending_requests')).toBe(0);
+    expect(metric(m, 'tg_ingest_cache_requests', { cache: 'token', result: 'hit' })).toBeGreaterThanOrEqual(5);
+    expect(metric(m, 'tg_ingest_cache_requests', { cache: 'token', result: 'miss' })).toBeGreaterThanOrEqual(2);
+    expect(metric(m, 'tg_ingest_process_resident_memory_bytes')).toBeGreaterThan(0);
+  });
+});
+
+describe('logs and request ids', () => {
+  it('echo a request id in X-Request-Id and log it, as JSON, at the configured level', async () => {
+    const r = await postB(srv.url, p.token, { events: [serverEvent()] });
+    const id = r.headers.get('x-request-id')!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await new Promise((res) => setTimeout(res, 100));
+    const line = srv.logs.find((l) => l.requestId === id);
+    expect(line).toMatchObject({ level: 20, path: '/tg', status: expect.any(Number), service: 'tg-ingest' });
+    expect(typeof line!.time).toBe('string');
+
+    const quiet = await startServer(db.url, { LOG_LEVEL: 'warn' });
+    try {
+      await call(`${quiet.url}/healthz`);
+      await new Promise((res) => setTimeout(res, 100));
+      expect(quiet.logs.filter((l) => Number(l.level) < 40)).toEqual([]);
+    } finally {
+      await quiet.stop();
+    }
+  });
+});
+
+describe('rate-limit headers', () => {
+  it('come with every endpoint B response, including refusals', async () => {
+    const own = await provision(srv.url);
+    const ok = await postB(srv.url, own.token, { events: [serverEvent()] });
+    expect([ok.headers.get('ratelimit-limit'), ok.headers.get('ratelimit-remaining')]).toEqual(['5', '4']);
+    expect(Number(ok.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
+    const bad = await postB(srv.url, own.token, 'nope');
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('ratelimit-remaining')).toBe('3');
+    const anonymous = await postB(srv.url, null, { events: [serverEvent()] });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('ratelimit-limit')).toBe('5');
+    for (let i = 0; i < 3; i++) await postB(srv.url, own.token, { events: [serverEvent()] });
+    const limited = await postB(srv.url, own.token, { events: [serverEvent()] });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+});
