@@ -108,10 +108,11 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   };
   const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
-  const b = unlessClosing(serverEndpoint({
+  const b = serverEndpoint({
     tokens, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
+    closing: () => server.closing,
     onRateLimited: () => metrics.limited('server'),
-  }));
+  });
   const a = unlessClosing(webappEndpoint({
     bots, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
     publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,

@@ -14,6 +14,8 @@ export interface ServerEndpointDeps extends CommitDeps {
   buckets: TokenBuckets;
   pool: IngestPool;
   maxBodyBytes: number;
+  /** True while shutting down: new requests are turned away (with their RateLimit-* headers). */
+  closing: () => boolean;
   onRateLimited?: () => void;
 }
 
@@ -35,6 +37,7 @@ export function serverEndpoint(deps: ServerEndpointDeps): Handler {
     return reply;
 
     async function handle(): Promise<Reply> {
+      if (deps.closing()) throw new HttpError('shutting_down', undefined, undefined, 1);
       checkContentType(req, false);
       const gzip = isGzip(req);
       const key = req.headers['x-api-key']?.trim();

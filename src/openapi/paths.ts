@@ -15,15 +15,10 @@ const accepted = { description: 'The events are committed to PostgreSQL; the bod
 
 const RETRY = 'Retry only 429 and 503 (A: 408, 429 and 5xx), honouring Retry-After, with the same eventIds: stored events are recognised and neither stored nor billed twice.';
 
-/** Endpoint B answers these before the token's bucket is consulted, so without RateLimit-* headers. */
-const B_BEFORE_BUCKET = new Set([401, 405, 415]);
-/** A 500 or 503 may come before (key lookup, shutdown) or after the bucket. */
-const B_EITHER = new Set([500, 503]);
-
+/** Every answer of endpoint B carries them (before the token is known, a full bucket); a 405 comes from no endpoint. */
 function rateLimitHeaders(status: number): HeaderSet {
-  if (B_BEFORE_BUCKET.has(status)) return {};
-  const r = B_EITHER.has(status) ? 'optional' : 'required';
-  return { 'RateLimit-Limit': r, 'RateLimit-Remaining': r, 'RateLimit-Reset': r };
+  if (status === 405) return {};
+  return { 'RateLimit-Limit': 'required', 'RateLimit-Remaining': 'required', 'RateLimit-Reset': 'required' };
 }
 
 const corsHeaders = (): HeaderSet => ({ 'Access-Control-Allow-Origin': 'optional', 'Access-Control-Expose-Headers': 'optional', Vary: 'optional' });
@@ -35,7 +30,7 @@ function endpointB(path: string, operationId: string): Obj {
     description: [
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
       'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413), then each event.',
-      'RateLimit-* headers come with every answer given after the token is known.',
+      'RateLimit-* headers come with every answer (before the token is known, those of a full bucket).',
       RETRY,
     ].join('\n\n'),
     tags: ['ingestion'],
