@@ -50,7 +50,8 @@ async function runAs(): Promise<{ uid: number; gid: number } | null> {
   }
 }
 
-async function freePort(): Promise<number> {
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

@@ -228,7 +228,3 @@ export function errorReply(err: unknown): Reply {
   if (err instanceof Aborted) return { status: 400, body: { error: 'bad_request', message: err.message } };
   return { status: 500, body: { error: 'internal', message: ERRORS.internal.message } };
 }
-
-export function json(status: number, body: unknown, headers?: Record<string, string>): Reply {
-  return headers === undefined ? { status, body } : { status, body, headers };
-}

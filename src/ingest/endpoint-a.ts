@@ -9,7 +9,7 @@ import { checkAge, dataCheckString, parseInitData } from '../auth/initdata.js';
 import { HttpError } from '../errors.js';
 import type { Handler, Request, Reply } from '../http/server.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';
-import { processWebappBatch, type UserSeen } from '../pipeline/batch.js';
+import { isObject, processWebappBatch, type UserSeen } from '../pipeline/batch.js';
 import { decodeJson } from '../pipeline/decode.js';
 import { parseEventId } from '../pipeline/event.js';
 import { commitBatch, type CommitDeps } from './commit.js';
@@ -57,10 +57,6 @@ export function corsPreflight(): Handler {
       'Access-Control-Max-Age': '86400',
     },
   });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export function webappEndpoint(deps: WebappEndpointDeps): Handler {

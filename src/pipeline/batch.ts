@@ -61,7 +61,7 @@ export interface BatchContext extends RowContext {
   channel: Channel;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

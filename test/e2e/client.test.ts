@@ -1,6 +1,6 @@
 // The embeddable client against the real service over HTTP: what a caller sees in PostgreSQL and
 // in the client's callbacks and reports.
-import { createServer } from 'node:net';
+import { freePort } from '../../src/db/embedded.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Diagnostic, IngestError, type ServerEventInput, type Stamped } from '../../src/index.js';
 import { provision, type Provisioned } from '../helpers/api.js';
@@ -41,15 +41,8 @@ async function until(check: () => Promise<boolean>, timeoutMs = 10_000, everyMs 
   }
 }
 
-/** A port nobody listens on now. The restarted server needs the killed one to have listened on a
- * fixed port: only then is SO_REUSEADDR set, which lets a new server bind over TIME_WAIT sockets. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
+// The restarted server needs the killed one to have listened on a fixed port (freePort): only
+// then is SO_REUSEADDR set, which lets a new server bind over TIME_WAIT sockets.
 
 /** Passes every request through to the real fetch, noting what was sent. */
 function observedFetch(log: { encoding: string | null; bytes: number }[]): typeof fetch {

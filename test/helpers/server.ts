@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/db/embedded.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
@@ -17,17 +18,6 @@ export interface RunningServer {
   output: string[];
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   kill(): Promise<void>;
-}
-
-/** A port free right now, for a server that must come back on the same one or logs too little to announce it. */
-export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitHealthy(port: number, timeoutMs: number): Promise<void> {
