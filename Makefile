@@ -1,6 +1,7 @@
-# The whole set-up: `make run` starts the service, `make test` runs the suite. Both install
-# dependencies first when node_modules is missing or older than the lockfile.
-.PHONY: run test build check bench install clean
+# The whole set-up: `make run` starts the service, `make test` runs the suite. Both install what they
+# need first: npm dependencies when node_modules is missing or older than the lockfile, and for the
+# tests Debian's chromium (browser tests) and nginx (load-balancer tests) when they are missing.
+.PHONY: run test build check bench install system-deps clean
 
 STAMP := node_modules/.installed
 
@@ -12,6 +13,7 @@ install: $(STAMP)
 
 build: $(STAMP)
 	npx tsc -p tsconfig.json
+	npx tsc -p client/tsconfig.json
 
 run: build
 	node dist/src/main.js
@@ -20,11 +22,15 @@ run: build
 check: $(STAMP)
 	npx tsc -p tsconfig.check.json
 
-test: build check
+# The browser and load-balancer tests drive real programs from Debian's packages.
+system-deps:
+	@sh scripts/system-deps.sh chromium nginx
+
+test: system-deps build check
 	npx vitest run
 
 bench: build
 	node dist/bench/run.js
 
 clean:
-	rm -rf dist
+	rm -rf dist client/dist

@@ -1,7 +1,7 @@
 // The scenarios of `make bench`. Each drives the real service (its own process) over HTTP with
 // autocannon, except `ceiling`, which is PostgreSQL alone: the same rows COPied straight into the
 // same table by this process, the yardstick every service figure is divided by.
-import { processServerBatch } from '../src/pipeline/batch.js';
+import { processBotApiBatch } from '../src/pipeline/batch.js';
 import { COPY_EVENTS } from '../src/writer/statements.js';
 import { copyIn } from '../src/writer/copy-in.js';
 import { connect } from '../src/db/connect.js';
@@ -130,7 +130,7 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
   const tail = runTail();
   const copyTemplates = Array.from({ length: 8 }, (_, k) => {
     const t = serverBatch(batchRows, { tail, users: 20_000 }, k * batchRows);
-    const r = processServerBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api' });
+    const r = processBotApiBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api' });
     if (!r.ok) throw new Error('template refused');
     const text = Buffer.from(r.batch.rows);
     return { buf: text, slots: slotsIn(text, tail) };

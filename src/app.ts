@@ -1,26 +1,31 @@
 // Composition of the service: database, writer, worker pool, caches, limiters and routes.
 import { mountAdmin } from './admin/api.js';
 import { mountAdminPage } from './admin/page.js';
-import { openApiDocument } from './openapi.js';
 import { AdminStore } from './admin/store.js';
 import { TokenResolver } from './auth/api-tokens.js';
 import { BotResolver } from './auth/bots.js';
 import type { Config } from './config.js';
 import { connect, type Sql } from './db/connect.js';
 import { migrate, schemaReady } from './db/migrations.js';
+import { PATHS, routeGroup } from './endpoints.js';
 import { HttpError } from './errors.js';
-import { HttpServer, type Handler } from './http/server.js';
-import { corsHeaders, corsPreflight, webappEndpoint } from './ingest/endpoint-a.js';
-import { serverEndpoint } from './ingest/endpoint-b.js';
+import { BodyBudget } from './http/body-budget.js';
+import { corsHeaders, corsPreflight } from './http/cors.js';
+import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
+import { botApiEndpoint } from './ingest/bot-api.js';
 import type { CommitTarget } from './ingest/commit.js';
 import { IngestPool } from './ingest/pool.js';
 import { IngestStats } from './ingest/stats.js';
-import { Quota } from './ingest/quota.js';
+import { webappEndpoint } from './ingest/webapp.js';
+import { AuthFailures } from './limits/auth-failures.js';
+import { Quota } from './limits/quota.js';
 import { TokenBuckets } from './limits/token-bucket.js';
 import type { Logger } from './log.js';
-import { endpointOf, Metrics } from './metrics.js';
+import { Metrics } from './metrics.js';
+import { openApiDocument } from './openapi.js';
 import type { BatchResult } from './pipeline/batch.js';
-import { type WriteOutcome, Writer } from './writer/writer.js';
+import { GroupCommitWriter } from './writer/group-commit.js';
+import type { WriteOutcome } from './writer/sink.js';
 
 export interface AppOptions {
   config: Readonly<Config>;
@@ -31,6 +36,8 @@ export interface AppOptions {
 
 export interface App {
   port: number;
+  /** The admin listener's port when ADMIN_PORT is set. */
+  adminPort: number | null;
   /** Stops accepting, answers what is in flight, commits what is queued, closes pool and database. */
   shutdown(): Promise<void>;
 }
@@ -56,32 +63,47 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
 
   const verifications = { hits: 0, misses: 0 };
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   // Late-bound: the probes read objects created just below.
   const metrics: Metrics = new Metrics({
     poolQueue: () => pool.queueSize,
     poolUtilization: () => pool.utilization,
-    writerPending: () => writer.pendingRequests,
+    writerPending: () => sink.pending,
+    writerQueuedRows: () => sink.queuedRows,
+    bodyBytes: () => bodyBudget.bytes,
     caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, initdata: verifications }),
   });
-  const writer = new Writer({
+  const sink = new GroupCommitWriter({
     url: databaseUrl,
     connections: config.dbWriterConnections,
     batchMaxRows: config.batchMaxRows,
     batchMaxWaitMs: config.batchMaxWaitMs,
     writeTimeoutMs: config.writeTimeoutMs,
+    maxQueuedRows: config.writerMaxQueuedRows,
+    cancelBackend: (pid) => sql`SELECT pg_cancel_backend(${pid})`,
     onCommit: (c) => metrics.commit(c.path, c.rows, c.ms / 1000),
+    onRedelivery: () => metrics.redelivery(),
     onError: (err, kind) => {
       metrics.dbError(kind);
-      if (kind !== 'conflict') log.warn({ kind, code: (err as { code?: string }).code, err: (err as Error).message }, 'group commit failed');
+      log.warn({ kind, code: (err as { code?: string }).code, err: (err as Error).message }, 'group commit failed');
     },
   });
-  const pool = new IngestPool(config.workers, config.inlineMaxBytes);
+  const pool = new IngestPool({
+    threads: config.workers,
+    inlineMaxBytes: config.inlineMaxBytes,
+    verifyConcurrency: Math.max(1, config.workers - 1),
+    verifyQueueMax: config.initDataVerifyQueue,
+  });
   const tokens = new TokenResolver(sql, config.authCacheTtlMs);
   const bots = new BotResolver(sql, config.authCacheTtlMs);
   const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
   const stats = new IngestStats();
+  const authFailures = new AuthFailures({
+    perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
+    perBot: { burst: config.initDataFailureBurstPerBot, perMin: config.initDataFailureRefillPerSPerBot * 60, maxKeys: 100_000 },
+  });
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
-    metrics.batch(t.channel === 'bot_api' ? 'server' : 'webapp', b.accepted + b.rejected + b.duplicated, {
+    metrics.batch(t.channel, b.accepted + b.rejected + b.duplicated, {
       accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
       stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
     }, b.diagnosticCounts);
@@ -89,77 +111,95 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
-  const webappPaths = new Set(['/tg/webapp', '/messenger/webapp']);
+  const webappPaths = new Set<string>(PATHS.webapp);
 
-  const server = new HttpServer({
+  const onReply = (req: Request, reply: Reply, ms: number) => {
+    const group = routeGroup(req.path);
+    metrics.request(group, reply.status, ms / 1000);
+    if (reply.status === 429 && (reply.body as { error?: string } | undefined)?.error === 'auth_rate_limited') metrics.authLimitedOn(group);
+    if (log.isLevelEnabled('debug')) log.debug({ requestId: req.requestId, method: req.method, path: req.path, status: reply.status, ms: Math.round(ms * 10) / 10 }, 'request');
+  };
+  const serverOptions = {
     maxBodyBytes: config.maxBodyBytes,
-    baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined) ?? {},
-    onError: (req, err) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
-    onReply: (req, reply, ms) => {
-      metrics.request(endpointOf(req.path), reply.status, ms / 1000);
-      if (log.isLevelEnabled('debug')) log.debug({ requestId: req.requestId, method: req.method, path: req.path, status: reply.status, ms: Math.round(ms * 10) / 10 }, 'request');
-    },
-  });
+    bodyBudget,
+    trustProxy: config.trustProxy,
+    onError: (req: Request, err: unknown) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
+    onReply,
+  };
+  const server = new HttpServer({ ...serverOptions, baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined) });
+  // /admin and /metrics on a listener of their own when ADMIN_PORT is set; on the main one otherwise.
+  const adminServer = config.adminPort === null ? server : new HttpServer(serverOptions);
+  const servers = adminServer === server ? [server] : [server, adminServer];
+  const closing = () => server.closing;
 
   // While shutting down, new requests on kept-alive connections are turned away to be retried elsewhere.
   const unlessClosing = (h: Handler): Handler => (req, readBody) => {
-    if (server.closing) throw new HttpError('shutting_down', undefined, undefined, 1);
+    if (closing()) throw new HttpError('shutting_down', { retryAfterS: 1 });
     return h(req, readBody);
   };
   const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
-  const b = serverEndpoint({
-    tokens, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
-    closing: () => server.closing,
-    onRateLimited: () => metrics.limited('server'),
+  const botApi = botApiEndpoint({
+    tokens, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.maxBodyBytes, onOutcome, closing,
+    onRateLimited: () => metrics.limited('bot_api'),
   });
-  const a = unlessClosing(webappEndpoint({
-    bots, buckets: new TokenBuckets(bucketOptions), pool, quota, writer, maxBodyBytes: config.maxBodyBytes, onOutcome,
+  const webapp = unlessClosing(webappEndpoint({
+    bots, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.webappMaxBodyBytes, onOutcome,
     publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,
     onRateLimited: () => metrics.limited('webapp'),
     onVerify: (cached) => void (cached ? verifications.hits++ : verifications.misses++),
   }));
-  for (const path of ['/tg', '/messenger']) server.route('post', path, b).route('any', path, methodNotAllowed('POST'));
-  for (const path of webappPaths) {
-    server.route('post', path, a).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
+  for (const path of PATHS.bot_api) server.route('post', path, botApi).route('any', path, methodNotAllowed('POST'));
+  for (const path of PATHS.webapp) {
+    server.route('post', path, webapp, { maxBodyBytes: config.webappMaxBodyBytes }).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
   }
 
   // The page first: its routes are more specific than the API's.
-  mountAdminPage(server);
-  mountAdmin(server, new AdminStore(sql), adminToken, (projectId) => stats.get(projectId), {
-    tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
-    botChanged: (botId) => {
-      tokens.forgetBot(botId);
-      bots.forget(botId);
+  mountAdminPage(adminServer);
+  mountAdmin(adminServer, new AdminStore(sql), {
+    adminToken,
+    authFailuresPerMin: config.adminAuthFailuresPerMin,
+    stats: (projectId) => stats.get(projectId),
+    hooks: {
+      tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
+      botChanged: (botId) => {
+        tokens.forgetBot(botId);
+        bots.forget(botId);
+      },
+      planChanged: (projectId) => quota.forget(projectId),
     },
-    planChanged: (projectId) => quota.forget(projectId),
   });
+  adminServer.route('get', PATHS.metrics, async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
 
-  server.route('get', '/openapi.json', () => ({ status: 200, body: openApiDocument() }));
-  server.route('get', '/metrics', async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
-  server.route('get', '/healthz', () => ({ status: 200, body: { status: 'ok' } }));
-  server.route('get', '/readyz', async () => {
+  const ready = async (): Promise<Reply> => {
     try {
-      if (server.closing) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
+      if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
       if (!(await schemaReady(sql))) return { status: 503, body: { status: 'migrations_pending' }, headers: { 'Retry-After': '1' } };
       return { status: 200, body: { status: 'ready' } };
     } catch {
       return { status: 503, body: { status: 'database_unreachable' }, headers: { 'Retry-After': '1' } };
     }
-  });
-  server.route('any', '/*', () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }));
+  };
+  for (const s of servers) {
+    s.route('get', PATHS.openapi, () => ({ status: 200, body: openApiDocument() }));
+    s.route('get', PATHS.health, () => ({ status: 200, body: { status: 'ok' } }));
+    s.route('get', PATHS.ready, ready);
+    s.route('any', '/*', () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }));
+  }
 
   const port = await server.listen(config.host, config.port);
+  const adminPort = adminServer === server ? null : await adminServer.listen(config.adminHost!, config.adminPort!);
 
   let shuttingDown: Promise<void> | null = null;
   return {
     port,
+    adminPort,
     shutdown() {
       shuttingDown ??= (async () => {
-        server.stopListening();
+        for (const s of servers) s.stopListening();
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
-        await Promise.race([server.drained(), deadline]);
-        await writer.close();
+        await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
+        await sink.close();
         await pool.close();
         await sql.end({ timeout: 5 });
       })();

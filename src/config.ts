@@ -24,7 +24,26 @@ export interface Config {
   rateLimitBurst: number;
   logLevel: LogLevel;
   maxBodyBytes: number;
+  /** The webapp endpoint's own body limit: its credentials are inside the body. */
+  webappMaxBodyBytes: number;
+  /** Request-body bytes held at once across all requests; past it, 503. */
+  maxInflightBodyBytes: number;
   corsAllowOrigins: readonly string[];
+  /** Take the client address from X-Forwarded-For (the last entry, added by a trusted proxy). */
+  trustProxy: boolean;
+  /** Failed authentications per client address: bucket size and refill per second. */
+  authFailureBurst: number;
+  authFailureRefillPerS: number;
+  /** Failed initData signature checks per bot. */
+  initDataFailureBurstPerBot: number;
+  initDataFailureRefillPerSPerBot: number;
+  /** Signature checks waiting for a worker; past it, 503. */
+  initDataVerifyQueue: number;
+  /** Failed admin authentications per client address and minute. */
+  adminAuthFailuresPerMin: number;
+  /** A separate listener for /admin and /metrics; null: the main one serves them. */
+  adminHost: string | null;
+  adminPort: number | null;
   /** Bodies up to this size are processed on the main thread; larger ones in the worker pool. */
   inlineMaxBytes: number;
   batchMaxRows: number;
@@ -33,8 +52,10 @@ export interface Config {
   dbPoolSize: number;
   /** How long cached tokens, bots and plans are trusted before they are re-read. */
   authCacheTtlMs: number;
-  /** A group commit that has not settled by then is answered 503 and its connection replaced. */
+  /** A request waiting that long for a writer connection, or a commit not settled by then, is answered 503. */
   writeTimeoutMs: number;
+  /** Rows held by the writer (queued or committing); a request that would exceed it gets 503. */
+  writerMaxQueuedRows: number;
   shutdownTimeoutMs: number;
 }
 
@@ -95,6 +116,27 @@ function databaseUrl(env: Env): string | null {
   return v;
 }
 
+function flag(env: Env, name: string): boolean {
+  const v = raw(env, name);
+  if (v === undefined) return false;
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw new ConfigError(name, `must be 1 or 0, got "${v}"`);
+}
+
+function hostName(env: Env, name: string, fallback: string): string;
+function hostName(env: Env, name: string, fallback: null): string | null;
+function hostName(env: Env, name: string, fallback: string | null): string | null {
+  const host = raw(env, name) ?? fallback;
+  if (host !== null && !/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError(name, `is not a host name or address: "${host}"`);
+  return host;
+}
+
+/** Where the service keeps its embedded database, admin token and run-time files. */
+export function dataDir(env: Env = process.env): string {
+  return resolve(raw(env, 'DATA_DIR') ?? './.data');
+}
+
 function origins(env: Env): string[] {
   const v = raw(env, 'CORS_ALLOW_ORIGINS');
   if (v === undefined) return ['*'];
@@ -112,14 +154,17 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
   if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
-  const host = raw(env, 'HOST') ?? '0.0.0.0';
-  if (!/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError('HOST', `is not a host name or address: "${host}"`);
+  const host = hostName(env, 'HOST', '0.0.0.0');
+  const adminPort = raw(env, 'ADMIN_PORT') === undefined ? null : integer(env, 'ADMIN_PORT', 0, 0, 65535);
+  const adminHostSet = hostName(env, 'ADMIN_HOST', null);
+  if (adminHostSet !== null && adminPort === null) throw new ConfigError('ADMIN_PORT', 'must be set when ADMIN_HOST is');
+  const adminHost = adminHostSet ?? (adminPort === null ? null : '127.0.0.1');
 
   const config: Config = {
     host,
     port: integer(env, 'PORT', 8080, 0, 65535),
     databaseUrl: databaseUrl(env),
-    dataDir: resolve(raw(env, 'DATA_DIR') ?? './.data'),
+    dataDir: dataDir(env),
     adminToken,
     workers: integer(env, 'WORKERS', availableParallelism(), 1, 256),
     initDataPublicKeys: publicKeys(env),
@@ -128,14 +173,27 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', 300, 1),
     logLevel,
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    webappMaxBodyBytes: integer(env, 'WEBAPP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxInflightBodyBytes: integer(env, 'MAX_INFLIGHT_BODY_BYTES', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
     corsAllowOrigins: origins(env),
-    inlineMaxBytes: integer(env, 'INLINE_MAX_BYTES', 16 * 1024, 0),
+    trustProxy: flag(env, 'TRUST_PROXY'),
+    authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 100, 1),
+    authFailureRefillPerS: positiveNumber(env, 'AUTH_FAILURE_REFILL_PER_S', 10),
+    initDataFailureBurstPerBot: integer(env, 'INITDATA_FAILURE_BURST_PER_BOT', 1000, 1),
+    initDataFailureRefillPerSPerBot: positiveNumber(env, 'INITDATA_FAILURE_REFILL_PER_S_PER_BOT', 100),
+    initDataVerifyQueue: integer(env, 'INITDATA_VERIFY_QUEUE', 1000, 1, 1_000_000),
+    adminAuthFailuresPerMin: integer(env, 'ADMIN_AUTH_FAILURES_PER_MIN', 20, 1),
+    adminHost,
+    adminPort,
+    // Bodies parsed on the main thread stay small: a larger one would stall every other request.
+    inlineMaxBytes: integer(env, 'INLINE_MAX_BYTES', 16 * 1024, 0, 64 * 1024),
     batchMaxRows: integer(env, 'BATCH_MAX_ROWS', 4000, 1, 1_000_000),
     batchMaxWaitMs: integer(env, 'BATCH_MAX_WAIT_MS', 0, 0, 10_000),
     dbWriterConnections: integer(env, 'DB_WRITER_CONNECTIONS', 4, 1, 64),
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 4, 1, 100),
     authCacheTtlMs: integer(env, 'AUTH_CACHE_TTL_MS', 2000, 0, 60_000),
     writeTimeoutMs: integer(env, 'WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
+    writerMaxQueuedRows: integer(env, 'WRITER_MAX_QUEUED_ROWS', 200_000, 1000, 100_000_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
   };
   return Object.freeze(config);

@@ -36,12 +36,14 @@ export const ERRORS = {
   not_found: { status: 404, message: 'Not found.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.' },
   payload_too_large: { status: 413, message: 'The body exceeds the size limit.' },
-  unsupported_media_type: { status: 415, message: 'The body must be JSON (Content-Type application/json; endpoint A also takes text/plain).' },
+  unsupported_media_type: { status: 415, message: 'The body must be JSON (Content-Type application/json; the webapp endpoint also takes text/plain).' },
   unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
   rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
+  auth_rate_limited: { status: 429, message: 'Too many failed authentication attempts; retry after the delay in Retry-After.' },
   messenger_bot_id_taken: { status: 409, message: 'Another bot already has this messengerBotId.' },
   // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
   internal: { status: 500, message: 'Internal error.' },
+  overloaded: { status: 503, message: 'The service has more work in hand than it accepts at once; retry after the delay in Retry-After.' },
   unavailable: { status: 503, message: 'The service is temporarily unavailable; retry after the delay in Retry-After.' },
   shutting_down: { status: 503, message: 'The service is restarting; retry after the delay in Retry-After.' },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -54,19 +56,40 @@ export interface ErrorBody {
   details?: Record<string, unknown>;
 }
 
+/** Why a request is refused whole, as the pipeline (which knows nothing of HTTP) reports it. */
+export interface Refusal {
+  code: ErrorCode;
+  message?: string;
+  details?: Record<string, unknown>;
+}
+
+export interface HttpErrorOptions {
+  /** Replaces the table's message; say what to do, never echo a secret. */
+  message?: string;
+  details?: Record<string, unknown>;
+  /** Seconds for Retry-After; 429 and 503 default to 1. */
+  retryAfterS?: number;
+  headers?: Record<string, string>;
+}
+
 /** A refusal on its way to the client: thrown anywhere in a handler, answered in one place. */
 export class HttpError extends Error {
   readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    message?: string,
-    readonly details?: Record<string, unknown>,
-    /** Seconds for Retry-After (429 and 503). */
-    readonly retryAfterS?: number,
-  ) {
-    super(message ?? ERRORS[code].message);
+  readonly details: Record<string, unknown> | undefined;
+  readonly retryAfterS: number | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(readonly code: ErrorCode, opts: HttpErrorOptions = {}) {
+    super(opts.message ?? ERRORS[code].message);
     this.name = 'HttpError';
     this.status = ERRORS[code].status;
+    this.details = opts.details;
+    this.retryAfterS = opts.retryAfterS;
+    this.headers = opts.headers;
+  }
+
+  static from(r: Refusal): HttpError {
+    return new HttpError(r.code, { message: r.message, details: r.details });
   }
 
   body(): ErrorBody {

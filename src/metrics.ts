@@ -1,12 +1,14 @@
 // Prometheus metrics (prom-client). The hot path only touches pre-bound children (no label
 // hashing per call); what other modules already count (caches, pool, writer queue) is read at scrape
-// time, so a process nobody scrapes pays for almost nothing.
+// time, so a process nobody scrapes pays for almost nothing. Process and Node.js metrics carry
+// their standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …).
 import client from 'prom-client';
+import { type Endpoint, ENDPOINTS, ROUTE_GROUPS, type RouteGroup } from './endpoints.js';
 import type { DiagnosticCode } from './pipeline/diagnostics.js';
 import { DIAGNOSTICS } from './pipeline/diagnostics.js';
 
-export type Endpoint = 'server' | 'webapp' | 'admin' | 'health' | 'metrics' | 'other';
 export type Outcome = 'accepted' | 'rejected' | 'duplicated' | 'stored' | 'stored_not_billed' | 'redelivered';
+const OUTCOMES: readonly Outcome[] = ['accepted', 'rejected', 'duplicated', 'stored', 'stored_not_billed', 'redelivered'];
 
 export interface CacheCounts {
   hits: number;
@@ -18,6 +20,8 @@ export interface Probes {
   poolQueue(): number;
   poolUtilization(): number;
   writerPending(): number;
+  writerQueuedRows(): number;
+  bodyBytes(): number;
   caches(): Record<string, CacheCounts>;
 }
 
@@ -25,64 +29,79 @@ const SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
 const ROW_BUCKETS = [10, 50, 100, 250, 500, 1000, 2000, 4000, 8000];
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+export type CommitPath = 'copy' | 'staging';
+export type DbErrorKind = 'unavailable' | 'internal' | 'retry';
+
 export class Metrics {
   readonly registry = new client.Registry();
   private readonly requests: client.Counter<'endpoint' | 'status'>;
   private readonly requestChildren = new Map<string, client.Counter.Internal>();
-  private readonly durations: Record<Endpoint, client.Histogram.Internal<'endpoint'>>;
-  private readonly events: Record<'server' | 'webapp', Record<Outcome, client.Counter.Internal>>;
+  private readonly durations: Record<RouteGroup, client.Histogram.Internal<'endpoint'>>;
+  private readonly events: Record<Endpoint, Record<Outcome, client.Counter.Internal>>;
   private readonly diagnostics: Record<string, client.Counter.Internal>;
-  private readonly batchSize: Record<'server' | 'webapp', client.Histogram.Internal<'endpoint'>>;
+  private readonly batchSize: Record<Endpoint, client.Histogram.Internal<'endpoint'>>;
   private readonly commitRows: client.Histogram<'path'>;
   private readonly commitSeconds: client.Histogram<'path'>;
-  private readonly rateLimited: Record<'server' | 'webapp', client.Counter.Internal>;
+  private readonly rateLimited: Record<Endpoint, client.Counter.Internal>;
+  private readonly authLimited: Record<RouteGroup, client.Counter.Internal>;
+  private readonly redeliveries: client.Counter;
   private readonly dbErrors: client.Counter<'kind'>;
 
   constructor(probes: Probes) {
     const r = this.registry;
-    client.collectDefaultMetrics({ register: r, prefix: 'tg_ingest_' });
+    client.collectDefaultMetrics({ register: r });
     this.requests = new client.Counter({ name: 'tg_ingest_http_requests_total', help: 'HTTP requests answered, by endpoint and status.', labelNames: ['endpoint', 'status'], registers: [r] });
     const duration = new client.Histogram({ name: 'tg_ingest_http_request_duration_seconds', help: 'Time from request to reply, by endpoint.', labelNames: ['endpoint'], buckets: SECONDS, registers: [r] });
-    this.durations = Object.fromEntries((['server', 'webapp', 'admin', 'health', 'metrics', 'other'] as Endpoint[]).map((e) => [e, duration.labels(e)])) as never;
+    this.durations = Object.fromEntries(ROUTE_GROUPS.map((e) => [e, duration.labels(e)])) as never;
     const events = new client.Counter({ name: 'tg_ingest_events_total', help: 'Events by endpoint and outcome: accepted, rejected, duplicated (within a request), stored, stored_not_billed, redelivered.', labelNames: ['endpoint', 'outcome'], registers: [r] });
-    const outcomes: Outcome[] = ['accepted', 'rejected', 'duplicated', 'stored', 'stored_not_billed', 'redelivered'];
-    this.events = Object.fromEntries((['server', 'webapp'] as const).map((e) => [e, Object.fromEntries(outcomes.map((o) => [o, events.labels(e, o)]))])) as never;
+    this.events = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, events.labels(e, o)]))])) as never;
     const diag = new client.Counter({ name: 'tg_ingest_diagnostics_total', help: 'Diagnostics by code and severity (an error rejects an event).', labelNames: ['code', 'severity'], registers: [r] });
     this.diagnostics = Object.fromEntries(Object.entries(DIAGNOSTICS).map(([code, d]) => [code, diag.labels(code, d.severity)]));
     const size = new client.Histogram({ name: 'tg_ingest_batch_events', help: 'Events per request.', labelNames: ['endpoint'], buckets: SIZE_BUCKETS, registers: [r] });
-    this.batchSize = { server: size.labels('server'), webapp: size.labels('webapp') };
+    this.batchSize = Object.fromEntries(ENDPOINTS.map((e) => [e, size.labels(e)])) as never;
     this.commitRows = new client.Histogram({ name: 'tg_ingest_commit_rows', help: 'Rows per group commit, by path (copy: straight COPY; staging: the batch met stored rows).', labelNames: ['path'], buckets: ROW_BUCKETS, registers: [r] });
     this.commitSeconds = new client.Histogram({ name: 'tg_ingest_commit_duration_seconds', help: 'Duration of a group commit, by path.', labelNames: ['path'], buckets: SECONDS, registers: [r] });
-    const limited = new client.Counter({ name: 'tg_ingest_rate_limited_total', help: 'Requests refused with 429, by endpoint.', labelNames: ['endpoint'], registers: [r] });
-    this.rateLimited = { server: limited.labels('server'), webapp: limited.labels('webapp') };
-    this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable, internal, retry (deadlock), conflict (fell back to staging).', labelNames: ['kind'], registers: [r] });
+    const limited = new client.Counter({ name: 'tg_ingest_rate_limited_total', help: 'Requests refused with 429 rate_limited, by endpoint.', labelNames: ['endpoint'], registers: [r] });
+    this.rateLimited = Object.fromEntries(ENDPOINTS.map((e) => [e, limited.labels(e)])) as never;
+    const authLimited = new client.Counter({ name: 'tg_ingest_auth_rate_limited_total', help: 'Requests refused with 429 auth_rate_limited after too many failed authentications, by endpoint.', labelNames: ['endpoint'], registers: [r] });
+    this.authLimited = Object.fromEntries(ROUTE_GROUPS.map((e) => [e, authLimited.labels(e)])) as never;
+    this.redeliveries = new client.Counter({ name: 'tg_ingest_commit_redeliveries_total', help: 'Group commits that met events already stored (a client resent them) and were committed again through staging.', registers: [r] });
+    this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable, internal, retry (deadlock or serialization, retried).', labelNames: ['kind'], registers: [r] });
 
     new client.Gauge({ name: 'tg_ingest_pool_queue_size', help: 'Tasks waiting for a worker.', registers: [r], collect() { this.set(probes.poolQueue()); } });
     new client.Gauge({ name: 'tg_ingest_pool_utilization', help: 'Share of time the workers were busy since start (0-1).', registers: [r], collect() { this.set(probes.poolUtilization()); } });
     new client.Gauge({ name: 'tg_ingest_writer_pending_requests', help: 'Requests queued or committing in the writer.', registers: [r], collect() { this.set(probes.writerPending()); } });
-    new client.Gauge({
-      name: 'tg_ingest_cache_requests', help: 'Cache lookups since start, by cache (token, bot, plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],
+    new client.Gauge({ name: 'tg_ingest_writer_queued_rows', help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.', registers: [r], collect() { this.set(probes.writerQueuedRows()); } });
+    new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
+    // Counted where the caches are used; reported as the increase since the last scrape.
+    const reported = new Map<string, number>();
+    new client.Counter({
+      name: 'tg_ingest_cache_requests_total', help: 'Cache lookups, by cache (token, bot, plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],
       collect() {
         for (const [cache, c] of Object.entries(probes.caches())) {
-          this.labels(cache, 'hit').set(c.hits);
-          this.labels(cache, 'miss').set(c.misses);
+          for (const [result, n] of [['hit', c.hits], ['miss', c.misses]] as const) {
+            const key = `${cache}:${result}`;
+            const delta = n - (reported.get(key) ?? 0);
+            reported.set(key, n);
+            this.labels(cache, result).inc(Math.max(0, delta));
+          }
         }
       },
     });
   }
 
-  request(endpoint: Endpoint, status: number, seconds: number): void {
-    const key = `${endpoint}:${status}`;
+  request(group: RouteGroup, status: number, seconds: number): void {
+    const key = `${group}:${status}`;
     let child = this.requestChildren.get(key);
     if (child === undefined) {
-      child = this.requests.labels(endpoint, String(status));
+      child = this.requests.labels(group, String(status));
       this.requestChildren.set(key, child);
     }
     child.inc();
-    this.durations[endpoint].observe(seconds);
+    this.durations[group].observe(seconds);
   }
 
-  batch(endpoint: 'server' | 'webapp', events: number, counts: Partial<Record<Outcome, number>>, diagnostics: Partial<Record<DiagnosticCode, number>>): void {
+  batch(endpoint: Endpoint, events: number, counts: Partial<Record<Outcome, number>>, diagnostics: Partial<Record<DiagnosticCode, number>>): void {
     this.batchSize[endpoint].observe(events);
     const e = this.events[endpoint];
     for (const k in counts) {
@@ -92,29 +111,28 @@ export class Metrics {
     for (const k in diagnostics) this.diagnostics[k]?.inc(diagnostics[k as DiagnosticCode]!);
   }
 
-  commit(path: 'copy' | 'staging', rows: number, seconds: number): void {
+  commit(path: CommitPath, rows: number, seconds: number): void {
     this.commitRows.labels(path).observe(rows);
     this.commitSeconds.labels(path).observe(seconds);
   }
 
-  limited(endpoint: 'server' | 'webapp'): void {
+  redelivery(): void {
+    this.redeliveries.inc();
+  }
+
+  limited(endpoint: Endpoint): void {
     this.rateLimited[endpoint].inc();
   }
 
-  dbError(kind: string): void {
+  authLimitedOn(group: RouteGroup): void {
+    this.authLimited[group].inc();
+  }
+
+  dbError(kind: DbErrorKind): void {
     this.dbErrors.labels(kind).inc();
   }
 
   async text(): Promise<string> {
     return this.registry.metrics();
   }
-}
-
-export function endpointOf(path: string): Endpoint {
-  if (path === '/tg' || path === '/messenger') return 'server';
-  if (path === '/tg/webapp' || path === '/messenger/webapp') return 'webapp';
-  if (path.startsWith('/admin')) return 'admin';
-  if (path === '/healthz' || path === '/readyz') return 'health';
-  if (path === '/metrics') return 'metrics';
-  return 'other';
 }

@@ -8,8 +8,8 @@ import { componentHeaders, componentParameters, securitySchemes } from './openap
 import { paths } from './openapi/paths.js';
 import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES } from './openapi/schemas.js';
 
-const DESCRIPTION = `Ingestion of analytics events from a messenger's mini-apps (endpoint A, \`POST /tg/webapp\`)
-and bot backends (endpoint B, \`POST /tg\`) into PostgreSQL, and the admin API that provisions projects,
+const DESCRIPTION = `Ingestion of analytics events from a messenger's mini-apps (the webapp endpoint, \`POST /tg/webapp\`)
+and bot backends (the bot_api endpoint, \`POST /tg\`) into PostgreSQL, and the admin API that provisions projects,
 bots and tokens. A \`202\` means the events are committed.
 
 Every response carries \`X-Request-Id\`. Errors are \`{error, message, details?}\` with \`error\` one of
@@ -24,7 +24,7 @@ export function openApiDocument(): Record<string, unknown> {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: { title: 'tg-ingest', version: '1', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
     tags: [
-      { name: 'ingestion', description: 'Endpoints A and B.' },
+      { name: 'ingestion', description: 'The webapp endpoint (A, mini-app code) and the bot_api endpoint (B, bot backends).' },
       { name: 'admin', description: 'Provisioning, usage and reports; `Authorization: Bearer <ADMIN_TOKEN>`.' },
       { name: 'operations', description: 'Probes, metrics, this document and the admin page.' },
     ],

@@ -3,9 +3,10 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from '../errors.js';
 import type { BodyReader, Handler, HttpServer, Reply, Request } from '../http/server.js';
-import { parseEventId } from '../pipeline/event.js';
-import { adminTokenMatches } from './admin-token.js';
 import type { ProjectStats } from '../ingest/stats.js';
+import { TokenBuckets } from '../limits/token-bucket.js';
+import { parseUuid } from '../pipeline/ids.js';
+import { adminTokenMatches } from './admin-token.js';
 import type { AdminStore } from './store.js';
 
 /** Local caches to drop at once when provisioning changes what they hold. */
@@ -53,25 +54,25 @@ async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, emp
     try {
       body = JSON.parse(raw.toString('utf8'));
     } catch {
-      throw new HttpError('bad_request', 'The body is not valid JSON.');
+      throw new HttpError('bad_request', { message: 'The body is not valid JSON.' });
     }
   }
   if (!validate(body)) {
     const e = validate.errors?.[0];
     const where = e?.instancePath ? e.instancePath.slice(1) : 'body';
-    throw new HttpError('bad_request', `${where} ${e?.message ?? 'is invalid'}`, { errors: validate.errors });
+    throw new HttpError('bad_request', { message: `${where} ${e?.message ?? 'is invalid'}`, details: { errors: validate.errors } });
   }
   return body as T;
 }
 
 function id(req: Request, i = 0): string {
-  const v = parseEventId(req.params[i]);
-  if (v === null) throw new HttpError('not_found', 'No such resource.');
+  const v = parseUuid(req.params[i]);
+  if (v === null) throw new HttpError('not_found', { message: 'No such resource.' });
   return v;
 }
 
 function found<T>(v: T | null, what: string): T {
-  if (v === null) throw new HttpError('not_found', `No such ${what}.`);
+  if (v === null) throw new HttpError('not_found', { message: `No such ${what}.` });
   return v;
 }
 
@@ -83,17 +84,37 @@ async function botWrite<T>(work: Promise<T>): Promise<T> {
     return await work;
   } catch (err) {
     const e = err as { code?: string; constraint_name?: string };
-    if (e.code === '23503') throw new HttpError('not_found', 'No such project.');
+    if (e.code === '23503') throw new HttpError('not_found', { message: 'No such project.' });
     if (e.code === '23505' && e.constraint_name === 'bots_messenger_bot_id_key') throw new HttpError('messenger_bot_id_taken');
     throw err;
   }
 }
 
-export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: string, stats: (projectId: string) => ProjectStats, hooks: AdminHooks): void {
-  const guard = (h: Handler): Handler => (req, readBody) => {
-    if (!adminTokenMatches(adminToken, req.headers.authorization)) throw new HttpError('admin_unauthorized');
-    return h(req, readBody);
+export interface AdminOptions {
+  adminToken: string;
+  /** Wrong or missing tokens per client address and minute before further ones get 429. */
+  authFailuresPerMin: number;
+  stats: (projectId: string) => ProjectStats;
+  hooks: AdminHooks;
+}
+
+/**
+ * A guard for admin routes: the right token is always served; an address that presented a wrong or
+ * missing one too often within a minute is answered 429 until its budget refills.
+ */
+export function adminGuard(adminToken: string, authFailuresPerMin: number): (h: Handler) => Handler {
+  const failures = new TokenBuckets({ burst: authFailuresPerMin, perMin: authFailuresPerMin, maxKeys: 100_000 });
+  return (h) => (req, readBody) => {
+    if (adminTokenMatches(adminToken, req.headers.authorization)) return h(req, readBody);
+    const r = failures.take(req.address);
+    if (!r.ok) throw new HttpError('auth_rate_limited', { retryAfterS: r.retryAfterS });
+    throw new HttpError('admin_unauthorized');
   };
+}
+
+export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOptions): void {
+  const guard = adminGuard(o.adminToken, o.authFailuresPerMin);
+  const { stats, hooks } = o;
   const ok = (status: number, body?: unknown): Reply => (body === undefined ? { status } : { status, body });
 
   server
@@ -152,7 +173,7 @@ export function mountAdmin(server: HttpServer, store: AdminStore, adminToken: st
     }))
     .route('del', '/admin/tokens/:tokenId', guard(async (req) => {
       const tokenId = id(req);
-      if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', 'No such token.');
+      if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', { message: 'No such token.' });
       hooks.tokenRevoked(tokenId);
       return ok(204);
     }));

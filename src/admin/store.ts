@@ -1,6 +1,7 @@
 // Provisioning queries: projects, bots, tokens, usage and reports.
 import type { Sql } from '../db/connect.js';
 import { newToken } from '../auth/api-tokens.js';
+import { readUsage, type Usage } from '../db/usage.js';
 
 export interface Project {
   projectId: string;
@@ -74,15 +75,8 @@ export class AdminStore {
     return r === undefined ? null : project(r);
   }
 
-  async usage(projectId: string): Promise<{ month: string; eventAllowance: number | null; eventsBilled: number; eventsStored: number } | null> {
-    const [r] = await this.sql<{ event_allowance: string | null; billed: string; stored: string; month: string }[]>`
-      SELECT p.event_allowance, coalesce(l.events_billed, 0) AS billed, coalesce(l.events_stored, 0) AS stored,
-             to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
-      FROM projects p
-      LEFT JOIN billing_usage l ON l.project_id = p.project_id AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
-      WHERE p.project_id = ${projectId}`;
-    if (r === undefined) return null;
-    return { month: r.month, eventAllowance: num(r.event_allowance), eventsBilled: Number(r.billed), eventsStored: Number(r.stored) };
+  usage(projectId: string): Promise<Usage | null> {
+    return readUsage(this.sql, projectId);
   }
 
   /**

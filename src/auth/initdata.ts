@@ -2,7 +2,8 @@
 // "<messengerBotId>:WebAppData\n" + the received fields except hash and signature, as key=value
 // with values decoded exactly as received, sorted by key, joined by newlines.
 import type { ErrorCode } from '../errors.js';
-import type { UserSeen } from '../pipeline/batch.js';
+import type { UserSeen } from '../model.js';
+import { profileText } from '../pipeline/profiles.js';
 
 export interface ParsedInitData {
   /** The sorted key=value lines, without the bot prefix. */
@@ -24,8 +25,10 @@ function decode(s: string): string | null {
   }
 }
 
-function profileText(v: unknown): string | null {
-  return typeof v === 'string' && v !== '' ? v.replaceAll('\u0000', '').toWellFormed().slice(0, 256) : null;
+/** initData is authoritative: a field that is absent, empty or not a string clears the stored one. */
+function profileField(v: unknown): string | null {
+  const s = profileText(v);
+  return typeof s === 'string' && s !== '' ? s : null;
 }
 
 /** Parses the string and checks everything but the signature; pure, so it runs anywhere. */
@@ -73,10 +76,10 @@ export function parseInitData(initData: string): InitDataCheck {
       authDate: Number(authDateRaw),
       user: {
         id: String(id),
-        username: profileText(user.username),
-        firstName: profileText(user.first_name),
-        lastName: profileText(user.last_name),
-        languageCode: profileText(user.language_code),
+        username: profileField(user.username),
+        firstName: profileField(user.first_name),
+        lastName: profileField(user.last_name),
+        languageCode: profileField(user.language_code),
         isPremium: user.is_premium === true,
       },
     },

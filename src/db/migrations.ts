@@ -27,7 +27,7 @@ CREATE TABLE bots (
   project_id       uuid REFERENCES projects ON DELETE SET NULL,
   mini_app_ingest  boolean NOT NULL DEFAULT true,
   api_ingest       boolean NOT NULL DEFAULT true,
-  -- The latest bot snapshot reported on endpoint B.
+  -- The latest bot snapshot reported on the bot_api endpoint.
   name             text,
   description      text,
   stars_amount     numeric,
@@ -109,6 +109,20 @@ CREATE TABLE billing_ledger (
 CREATE VIEW billing_usage AS
   SELECT project_id, month, sum(events_billed)::bigint AS events_billed, sum(events_stored)::bigint AS events_stored
   FROM billing_ledger GROUP BY project_id, month;
+`,
+  },
+  {
+    version: 2,
+    name: 'one free report of a messenger action per connection',
+    sql: `
+-- A connection that does not own a messenger action reports it free once; its further reports are billed.
+CREATE TABLE billing_free_reports (
+  project_id    uuid NOT NULL,
+  action_key    text NOT NULL,
+  connection_id text NOT NULL,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (project_id, action_key, connection_id)
+);
 `,
   },
 ];

@@ -1,8 +1,12 @@
-// The HTTP front on uWebSockets.js: routing, body reading with a size bound, and writing replies.
-// Handlers are async functions of (request, body reader) → reply; uWS's request object is only
-// valid synchronously, so what a handler needs is copied out first.
+// The HTTP front on uWebSockets.js: routing, body reading with a size bound and a global budget,
+// and writing replies. Handlers are async functions of (request, body reader) → reply; uWS's
+// request object is only valid synchronously, so what a handler needs is copied out first, and
+// nothing a client sent may throw out of a uWS callback (that would end the process).
 import { randomUUID } from 'node:crypto';
-import { ERRORS, HttpError, STATUS_TEXT } from '../errors.js';
+import { HttpError, STATUS_TEXT } from '../errors.js';
+import { clientAddress } from './client-address.js';
+import { type BodyBudget } from './body-budget.js';
+import { Aborted, replyFor } from './replies.js';
 import uws, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';
 
 export interface Request {
@@ -12,8 +16,10 @@ export interface Request {
   /** Lowercase names. */
   headers: Record<string, string>;
   requestId: string;
-  /** Route parameters, in pattern order. */
+  /** Route parameters, in pattern order, percent-decoded (left as sent when they do not decode). */
   params: string[];
+  /** The client's address: the peer's, or with TRUST_PROXY the one the proxy forwarded. */
+  address: string;
 }
 
 export interface Reply {
@@ -24,25 +30,40 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-/** Resolves with the whole body, or rejects with 413 past the limit or when the client goes away. */
+/** Resolves with the whole body, or rejects with 413 past the limit, 503 past the budget, or when the client goes away. */
 export type BodyReader = () => Promise<Buffer>;
 
 export type Handler = (req: Request, readBody: BodyReader) => Promise<Reply> | Reply;
 
 export type Method = 'get' | 'post' | 'patch' | 'del' | 'options' | 'put' | 'any';
 
+export interface RouteOptions {
+  /** Bodies above this get 413; the server's default otherwise. */
+  maxBodyBytes?: number;
+}
+
 export interface ServerOptions {
   maxBodyBytes: number;
+  /** Bytes of request bodies held at once, shared by every listener. */
+  bodyBudget: BodyBudget;
+  trustProxy: boolean;
   /** Called for each answered request (metrics, logs). */
   onReply?: (req: Request, reply: Reply, ms: number) => void;
   onError?: (req: Request, err: unknown) => void;
-  /** Headers added to every reply (e.g. CORS, request id). */
-  baseHeaders?: (req: Request) => Record<string, string>;
+  /** Headers added to every reply (e.g. CORS). */
+  baseHeaders?: (req: Request) => Record<string, string> | undefined;
 }
 
-class Aborted extends Error {}
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
+
+function decodeParam(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
 
 export class HttpServer {
   readonly app: TemplatedApp = uws.App();
@@ -58,20 +79,33 @@ export class HttpServer {
     return this.inflight;
   }
 
-  route(method: Method, pattern: string, handler: Handler): this {
+  route(method: Method, pattern: string, handler: Handler, options: RouteOptions = {}): this {
     const paramCount = (pattern.match(/:[A-Za-z]+/g) ?? []).length;
-    this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => this.serve(res, req, handler, paramCount));
+    const maxBody = options.maxBodyBytes ?? this.opts.maxBodyBytes;
+    this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
+      try {
+        this.serve(res, req, handler, paramCount, maxBody);
+      } catch (err) {
+        // Only a bug gets here; the request is answered and the process goes on.
+        this.opts.onError?.({ method: '?', path: '?', query: '', headers: {}, requestId: '?', params: [], address: '' }, err);
+        try {
+          res.cork(() => res.writeStatus('500 Internal Server Error').end('{"error":"internal","message":"Internal error."}', true));
+        } catch {
+          // already answered or aborted
+        }
+      }
+    });
     return this;
   }
 
-  private serve(res: HttpResponse, uReq: HttpRequest, handler: Handler, paramCount: number): void {
+  private serve(res: HttpResponse, uReq: HttpRequest, handler: Handler, paramCount: number, max: number): void {
     const started = performance.now();
     const headers: Record<string, string> = {};
     uReq.forEach((k, v) => {
       headers[k] = v;
     });
     const params: string[] = [];
-    for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(uReq.getParameter(i) ?? ''));
+    for (let i = 0; i < paramCount; i++) params.push(decodeParam(uReq.getParameter(i) ?? ''));
     const sent = headers['x-request-id'];
     const req: Request = {
       method: uReq.getMethod().toUpperCase(),
@@ -80,6 +114,7 @@ export class HttpServer {
       headers,
       requestId: sent !== undefined && REQUEST_ID.test(sent) ? sent : randomUUID(),
       params,
+      address: clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for'], this.opts.trustProxy),
     };
     this.inflight++;
 
@@ -92,37 +127,38 @@ export class HttpServer {
       bodyReject = reject;
     });
     bodyPromise.catch(() => undefined);
+    const budget = this.opts.bodyBudget;
+    // Bytes of this request held against the budget until it is answered.
+    let held = 0;
+    // Memory follows the bytes that arrived, never the Content-Length a client declares: a client
+    // that announces 32 MiB and sends three bytes costs three bytes.
+    let chunks: Buffer[] = [];
+    let size = 0;
+    const refuse = (err: HttpError) => {
+      bodyDone = true;
+      chunks = [];
+      bodyReject(err);
+    };
     res.onAborted(() => {
       aborted = true;
       bodyReject(new Aborted('the client went away'));
     });
 
-    const max = this.opts.maxBodyBytes;
-    const declared = headers['content-length'] === undefined ? null : Number(headers['content-length']);
-    if (declared !== null && declared > max) {
-      bodyDone = true;
-      bodyReject(new HttpError('payload_too_large', `The body exceeds ${max} bytes.`, { maxBytes: max }));
-    } else if (declared === 0 || (declared === null && headers['transfer-encoding'] === undefined)) {
-      // No body follows: uWS would never call onData.
-      bodyDone = true;
-      bodyResolve(Buffer.alloc(0));
-    } else if (req.method === 'GET' || req.method === 'OPTIONS' || req.method === 'DELETE' || req.method === 'HEAD') {
+    const tooLarge = () => new HttpError('payload_too_large', { message: `The body exceeds ${max} bytes.`, details: { maxBytes: max } });
+    const declaredRaw = headers['content-length'];
+    const declared = declaredRaw === undefined ? null : /^\d{1,15}$/.test(declaredRaw) ? Number(declaredRaw) : NaN;
+    if (declared !== null && declared > max) refuse(tooLarge());
+    else if (NO_BODY.has(req.method) || declared === 0 || (declared === null && headers['transfer-encoding'] === undefined)) {
+      // No body follows (or none is read): uWS would never call onData.
       bodyDone = true;
       bodyResolve(Buffer.alloc(0));
     }
-    // Memory follows the bytes that arrived, never the Content-Length a client declares: a client
-    // that announces 32 MiB and sends three bytes costs three bytes.
-    let chunks: Buffer[] = [];
-    let size = 0;
     res.onData((chunk, isLast) => {
       if (bodyDone) return;
       const n = chunk.byteLength;
-      if (size + n > max) {
-        bodyDone = true;
-        chunks = [];
-        bodyReject(new HttpError('payload_too_large', `The body exceeds ${max} bytes.`, { maxBytes: max }));
-        return;
-      }
+      if (size + n > max) return refuse(tooLarge());
+      if (!budget.take(n)) return refuse(new HttpError('overloaded', { message: 'The service is receiving more request data than it holds at once; retry after the delay in Retry-After.', retryAfterS: 1 }));
+      held += n;
       // uWS neuters the chunk when this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
       size += n;
@@ -135,6 +171,8 @@ export class HttpServer {
 
     const finish = (reply: Reply) => {
       this.inflight--;
+      budget.release(held);
+      held = 0;
       if (this.inflight === 0) this.notifyDrained();
       if (aborted) return;
       this.write(res, req, reply);
@@ -147,8 +185,9 @@ export class HttpServer {
       result = Promise.reject(err);
     }
     Promise.resolve(result).then(finish, (err: unknown) => {
-      if (!(err instanceof HttpError) && !(err instanceof Aborted)) this.opts.onError?.(req, err);
-      finish(errorReply(err));
+      const reply = replyFor(err);
+      if (reply.status === 500) this.opts.onError?.(req, err);
+      finish(reply);
     });
   }
 
@@ -159,6 +198,7 @@ export class HttpServer {
       res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
       if (reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
       res.writeHeader('X-Request-Id', req.requestId);
+      res.writeHeader('X-Content-Type-Options', 'nosniff');
       const base = this.opts.baseHeaders?.(req);
       if (base) for (const k in base) res.writeHeader(k, base[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
@@ -216,15 +256,4 @@ export class HttpServer {
     this.drainWaiters = [];
     for (const w of waiters) w();
   }
-}
-
-export function errorReply(err: unknown): Reply {
-  if (err instanceof HttpError) {
-    const headers: Record<string, string> = {};
-    if (err.retryAfterS !== undefined) headers['Retry-After'] = String(err.retryAfterS);
-    else if (err.status === 503 || err.status === 429) headers['Retry-After'] = '1';
-    return { status: err.status, body: err.body(), headers };
-  }
-  if (err instanceof Aborted) return { status: 400, body: { error: 'bad_request', message: err.message } };
-  return { status: 500, body: { error: 'internal', message: ERRORS.internal.message } };
 }

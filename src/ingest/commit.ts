@@ -1,11 +1,10 @@
-// The last stage both endpoints share: reserve quota, hand the rows to the writer, and answer
-// 202 only once they are committed.
-import { HttpError } from '../errors.js';
+// The last stage both endpoints share: reserve quota, hand the rows to the sink, and answer 202
+// only once they are committed.
 import type { Reply } from '../http/server.js';
+import type { Quota } from '../limits/quota.js';
+import type { Channel } from '../model.js';
 import type { BatchResult } from '../pipeline/batch.js';
-import type { Channel } from '../pipeline/copy-text.js';
-import type { Quota } from './quota.js';
-import { WriteError, type WriteOutcome, type Writer } from '../writer/writer.js';
+import type { EventSink, WriteOutcome } from '../writer/sink.js';
 
 export interface ResponseBody {
   accepted: number;
@@ -31,14 +30,16 @@ export interface CommitTarget {
   channel: Channel;
   projectId: string;
   botId: string;
+  /** Who reported the events, for billing messenger actions: "token:<id>" or "webapp:<botId>". */
   connection: string;
   receivedAt: string;
+  /** Profiles from verified initData replace stored ones; users[] profiles fill in. */
   authoritativeProfiles: boolean;
 }
 
 export interface CommitDeps {
   quota: Quota;
-  writer: Writer;
+  sink: EventSink;
   /** After every batch, committed (with its outcome) or rejected whole (null). */
   onOutcome?: (target: CommitTarget, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }
@@ -52,7 +53,7 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
   const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
   let outcome: WriteOutcome;
   try {
-    outcome = await deps.writer.submit({
+    outcome = await deps.sink.submit({
       projectId: t.projectId,
       botId: t.botId,
       connection: t.connection,
@@ -67,8 +68,7 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
     });
   } catch (err) {
     deps.quota.release(reservation);
-    if (err instanceof WriteError && err.kind === 'internal') throw new HttpError('internal', 'The database refused these events; this is a bug in the service, please report it.');
-    throw new HttpError('unavailable', 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', undefined, 1);
+    throw err;
   }
   deps.quota.settle(reservation, outcome.billed);
   deps.onOutcome?.(t, batch, outcome);

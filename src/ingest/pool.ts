@@ -1,14 +1,30 @@
-// The piscina pool that parses, verifies, normalizes and encodes off the main thread. Bodies up to
-// INLINE_MAX_BYTES are handled inline; small ones above that travel in groups (every request that
-// arrived in one turn of the event loop shares one message and one worker wake-up); large ones go
-// alone. bench/run.ts compares the choices (b-small against b-small-pool).
+// The piscina pool that parses, verifies, normalizes and encodes off the main thread, with one
+// typed method per task. Which bodies are handled inline is decided here only: uncompressed bodies
+// up to INLINE_MAX_BYTES (a gzip body can expand to anything, so it always goes to a worker).
+// Small bodies above that travel in groups (every request that arrived in one turn of the event
+// loop shares one message and one worker wake-up); large ones go alone. Signature checks have a
+// lane of their own: at most a few run at once and the rest wait in a bounded queue, so a flood
+// of forged initData can neither fill the pool for ingestion nor grow memory.
 import { Piscina } from 'piscina';
-import { HttpError } from '../errors.js';
-import { runTask, type SingleResult, type SingleTask, type WorkerResult, type WorkerTask } from '../pipeline/tasks.js';
+import type { UserSeen } from '../model.js';
+import type { BatchContext, BatchOutcome } from '../pipeline/batch.js';
+import { decodeJson } from '../pipeline/decode.js';
+import { processWebappBatch, readWebappEnvelope } from '../pipeline/batch.js';
+import {
+  moveTask, runSingle, type SingleResult, type SingleTask, type TaskResults, type VerifyTask, type WebappOpened, type WorkerResult, type WorkerTask,
+} from '../pipeline/tasks.js';
 
 const GROUP_MAX_BODY = 64 * 1024;
 const GROUP_MAX_BYTES = 512 * 1024;
 const GROUP_MAX_TASKS = 128;
+
+/** The pool's queue is full: shed the request rather than grow memory. */
+export class PoolOverloaded extends Error {
+  constructor() {
+    super('the worker pool is overloaded');
+    this.name = 'PoolOverloaded';
+  }
+}
 
 interface Waiting {
   task: SingleTask;
@@ -16,11 +32,16 @@ interface Waiting {
   reject: (e: unknown) => void;
 }
 
-/** Only a buffer that owns its whole ArrayBuffer may move; a slice of Node's shared pool is copied. */
-function movable(task: SingleTask): ArrayBuffer[] {
-  if (!('body' in task)) return [];
-  if (task.body.byteOffset !== 0 || task.body.byteLength !== task.body.buffer.byteLength) task.body = new Uint8Array(task.body);
-  return [task.body.buffer as ArrayBuffer];
+/** A webapp body read far enough to know its bot and session; `value` is set when it was parsed inline. */
+export type OpenedWebapp = WebappOpened & ({ ok: false } | { ok: true; value?: unknown });
+
+export interface PoolOptions {
+  threads: number;
+  inlineMaxBytes: number;
+  /** Signature checks running in the pool at once. */
+  verifyConcurrency: number;
+  /** Signature checks waiting for their turn; past it, PoolOverloaded. */
+  verifyQueueMax: number;
 }
 
 export class IngestPool {
@@ -28,15 +49,17 @@ export class IngestPool {
   private group: Waiting[] = [];
   private groupBytes = 0;
   private flushQueued = false;
+  private verifying = 0;
+  private readonly verifyQueue: (() => void)[] = [];
 
-  constructor(threads: number, private readonly inlineMaxBytes: number) {
+  constructor(private readonly o: PoolOptions) {
     this.pool = new Piscina({
       filename: new URL('../../workers/ingest.js', import.meta.url).href,
-      minThreads: threads,
-      maxThreads: threads,
+      minThreads: o.threads,
+      maxThreads: o.threads,
       idleTimeout: 60_000,
       // Bounded: a backlog past this answers 503 instead of growing memory without limit.
-      maxQueue: threads * 256,
+      maxQueue: o.threads * 256,
     });
   }
 
@@ -48,29 +71,70 @@ export class IngestPool {
     return this.pool.utilization;
   }
 
-  /** Whether a body of this size is processed on the main thread. */
-  inline(bodyBytes: number): boolean {
-    return bodyBytes <= this.inlineMaxBytes;
+  get verifyWaiting(): number {
+    return this.verifyQueue.length;
   }
 
-  /** Runs `task` inline when its body is small enough, otherwise in a worker. */
-  run(task: SingleTask, bodyBytes: number): Promise<SingleResult> {
-    if (this.inline(bodyBytes)) return Promise.resolve(runTask(task) as SingleResult);
-    if (bodyBytes > GROUP_MAX_BODY) return this.runInPool(task);
+  /** Whether a body is processed on the main thread. */
+  private inline(bytes: number, gzip: boolean): boolean {
+    return !gzip && bytes <= this.o.inlineMaxBytes;
+  }
+
+  /** A bot_api body → rows, counts and diagnostics. */
+  botApi(body: Uint8Array, gzip: boolean, maxBodyBytes: number, ctx: BatchContext): Promise<BatchOutcome> {
+    const task: SingleTask = { kind: 'bot_api', body, gzip, maxBodyBytes, ctx };
+    if (this.inline(body.byteLength, gzip)) return Promise.resolve(runSingle(task));
+    return this.pooled(task, body.byteLength) as Promise<BatchOutcome>;
+  }
+
+  /** A webapp body → which bot and session it claims (and, inline, the parsed body for webapp()). */
+  async openWebapp(body: Uint8Array, gzip: boolean, maxBodyBytes: number): Promise<OpenedWebapp> {
+    if (this.inline(body.byteLength, gzip)) {
+      const decoded = decodeJson(body, false, maxBodyBytes);
+      if (!decoded.ok) return decoded;
+      const env = readWebappEnvelope(decoded.value);
+      return env.ok ? { ok: true, envelope: env.envelope, bytes: decoded.bytes, value: decoded.value } : env;
+    }
+    return (await this.pooled({ kind: 'webapp_open', body, gzip, maxBodyBytes }, body.byteLength)) as WebappOpened;
+  }
+
+  /** The events of an opened webapp body, for a verified user. */
+  webapp(opened: OpenedWebapp & { ok: true }, ctx: BatchContext, user: UserSeen): Promise<BatchOutcome> {
+    if (opened.value !== undefined) {
+      const events = (opened.value as { events?: unknown }).events;
+      return Promise.resolve(processWebappBatch(events, ctx, user, opened.bytes.byteLength));
+    }
+    return this.pooled({ kind: 'webapp', body: opened.bytes, ctx, user }, opened.bytes.byteLength) as Promise<BatchOutcome>;
+  }
+
+  /** An Ed25519 check, always in a worker (a forged string must not cost the main thread), in its own lane. */
+  async verify(task: Omit<VerifyTask, 'kind'>): Promise<boolean> {
+    if (this.verifying >= this.o.verifyConcurrency) {
+      if (this.verifyQueue.length >= this.o.verifyQueueMax) throw new PoolOverloaded();
+      await new Promise<void>((resolve) => this.verifyQueue.push(resolve));
+    }
+    this.verifying++;
+    try {
+      const r = (await this.send({ kind: 'verify', ...task }, [])) as TaskResults['verify'];
+      return r.verified;
+    } finally {
+      this.verifying--;
+      this.verifyQueue.shift()?.();
+    }
+  }
+
+  /** Runs `task` in a worker: alone when large, grouped with others of this turn when small. */
+  private pooled(task: SingleTask, bytes: number): Promise<SingleResult> {
+    if (bytes > GROUP_MAX_BODY) return this.send(task, moveTask(task)) as Promise<SingleResult>;
     return new Promise((resolve, reject) => {
       this.group.push({ task, resolve, reject });
-      this.groupBytes += bodyBytes;
+      this.groupBytes += bytes;
       if (this.group.length >= GROUP_MAX_TASKS || this.groupBytes >= GROUP_MAX_BYTES) this.flush();
       else if (!this.flushQueued) {
         this.flushQueued = true;
         setImmediate(() => this.flush());
       }
     });
-  }
-
-  /** Runs `task` in a worker on its own; a body's buffer is moved, not copied. */
-  runInPool(task: SingleTask): Promise<SingleResult> {
-    return this.send(task, movable(task)) as Promise<SingleResult>;
   }
 
   private flush(): void {
@@ -81,11 +145,11 @@ export class IngestPool {
     if (waiting.length === 0) return;
     if (waiting.length === 1) {
       const [w] = waiting;
-      this.runInPool(w!.task).then(w!.resolve, w!.reject);
+      (this.send(w!.task, moveTask(w!.task)) as Promise<SingleResult>).then(w!.resolve, w!.reject);
       return;
     }
     const tasks = waiting.map((w) => w.task);
-    this.send({ kind: 'group', tasks }, tasks.flatMap(movable)).then(
+    this.send({ kind: 'group', tasks }, [...new Set(tasks.flatMap(moveTask))]).then(
       (r) => {
         const results = (r as { results: SingleResult[] }).results;
         waiting.forEach((w, i) => w.resolve(results[i]!));
@@ -100,9 +164,7 @@ export class IngestPool {
     try {
       return await this.pool.run(task, { transferList });
     } catch (err) {
-      if ((err as Error).message?.includes('Task queue is at limit')) {
-        throw new HttpError('unavailable', 'The service is overloaded; retry shortly.', undefined, 1);
-      }
+      if ((err as Error).message?.includes('Task queue is at limit')) throw new PoolOverloaded();
       throw err;
     }
   }

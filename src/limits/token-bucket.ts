@@ -51,7 +51,18 @@ export class TokenBuckets {
     return { ok: true, limit: this.opts.burst, remaining: this.opts.burst, retryAfterS: 0, resetS: 0 };
   }
 
+  /** Takes one token if there is one. */
   take(key: string): TakeResult {
+    return this.visit(key, true);
+  }
+
+  /** What take() would answer, without taking anything (a key never charged has a full bucket). */
+  peek(key: string): TakeResult {
+    if (!this.buckets.has(key)) return this.fresh();
+    return this.visit(key, false);
+  }
+
+  private visit(key: string, taking: boolean): TakeResult {
     const t = this.now();
     if (t - this.lastSweep > 60 || this.buckets.size >= this.maxKeys) this.sweep(t);
     let b = this.buckets.get(key);
@@ -63,7 +74,7 @@ export class TokenBuckets {
       b.at = t;
     }
     const ok = b.tokens >= 1;
-    if (ok) b.tokens -= 1;
+    if (ok && taking) b.tokens -= 1;
     return {
       ok,
       limit: this.opts.burst,

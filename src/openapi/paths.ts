@@ -8,14 +8,14 @@ import { json, type HeaderSet, type Obj, operation, type OperationSpec, param } 
 
 const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'invalid_utf8', 'invalid_body', 'events_invalid', 'invalid_gzip', 'payload_too_large'];
 const HEADER_ERRORS: ErrorCode[] = ['unsupported_media_type', 'unsupported_encoding', 'method_not_allowed'];
-const SERVICE_ERRORS: ErrorCode[] = ['rate_limited', 'internal', 'unavailable', 'shutting_down'];
+const SERVICE_ERRORS: ErrorCode[] = ['rate_limited', 'auth_rate_limited', 'internal', 'overloaded', 'unavailable', 'shutting_down'];
 const INITDATA_ERRORS = ERROR_CODES.filter((c) => c.startsWith('initdata_'));
 
 const accepted = { description: 'The events are committed to PostgreSQL; the body counts them and lists diagnostics.', content: json(ref('IngestionResponse')) };
 
-const RETRY = 'Retry only 429 and 503 (A: 408, 429 and 5xx), honouring Retry-After, with the same eventIds: stored events are recognised and neither stored nor billed twice.';
+const RETRY = 'Retry only 429 and 503 (webapp: 408, 429 and 5xx), honouring Retry-After, with the same eventIds: stored events are recognised and neither stored nor billed twice.';
 
-/** Every answer of endpoint B carries them (before the token is known, a full bucket); a 405 comes from no endpoint. */
+/** Every answer of the bot_api endpoint carries them (before the token is known, a full bucket); a 405 comes from no endpoint. */
 function rateLimitHeaders(status: number): HeaderSet {
   if (status === 405) return {};
   return { 'RateLimit-Limit': 'required', 'RateLimit-Remaining': 'required', 'RateLimit-Reset': 'required' };
@@ -26,10 +26,10 @@ const corsHeaders = (): HeaderSet => ({ 'Access-Control-Allow-Origin': 'optional
 function endpointB(path: string, operationId: string): Obj {
   const spec: OperationSpec = {
     operationId,
-    summary: path === '/tg' ? 'Ingest events from a bot backend (endpoint B)' : 'Ingest events from a bot backend (endpoint B; alias of POST /tg)',
+    summary: path === '/tg' ? 'Ingest events from a bot backend (bot_api endpoint, B)' : 'Ingest events from a bot backend (bot_api endpoint, B; alias of POST /tg)',
     description: [
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
-      'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413), then each event.',
+      'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
       'RateLimit-* headers come with every answer (before the token is known, those of a full bucket).',
       RETRY,
     ].join('\n\n'),
@@ -50,10 +50,10 @@ function endpointA(path: string, idSuffix: string): Obj {
   const alias = path === '/tg/webapp' ? '' : '; alias of POST /tg/webapp';
   const post: OperationSpec = {
     operationId: `postWebappEvents${idSuffix}`,
-    summary: `Ingest events from mini-app code (endpoint A${alias})`,
+    summary: `Ingest events from mini-app code (webapp endpoint, A${alias})`,
     description: [
       'The user is identified by `auth.initData`, signed by the messenger with Ed25519; no secret is involved, so this is the endpoint for client code.',
-      'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400, 413), `botId` (400, 401, 409), initData (401), the bot\'s settings (409), the token bucket of (bot, user) (429), the plan (402, 503), then each event.',
+      'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400; 413 past `WEBAPP_MAX_BODY_BYTES`, also once decompressed), `botId` (400, 401, 409), initData (401; 429 `auth_rate_limited` once the client address or the bot is past its budget of failed checks), the bot\'s settings (409), the token bucket of (bot, user) (429), the plan (402, 503), then each event.',
       RETRY,
     ].join('\n\n'),
     tags: ['ingestion'],
@@ -67,7 +67,7 @@ function endpointA(path: string, idSuffix: string): Obj {
   };
   const options: OperationSpec = {
     operationId: `preflightWebappEvents${idSuffix}`,
-    summary: 'CORS preflight of endpoint A',
+    summary: 'CORS preflight of the webapp endpoint',
     tags: ['ingestion'],
     success: {
       204: {
@@ -98,7 +98,7 @@ interface AdminSpec {
 }
 
 function adminOp(a: AdminSpec): Obj {
-  const errors: ErrorCode[] = ['admin_unauthorized'];
+  const errors: ErrorCode[] = ['admin_unauthorized', 'auth_rate_limited'];
   if (a.body !== undefined) errors.push('bad_request', 'payload_too_large');
   if (a.ids !== undefined) errors.push('not_found');
   errors.push(...(a.errors ?? []), 'internal');
@@ -134,7 +134,7 @@ function adminPaths(): Record<string, Obj> {
     '/admin/projects/{projectId}/reports/revenue': {
       get: adminOp({
         operationId: 'getRevenueReport', summary: 'Revenue per currency',
-        description: "Sums `tg.total_amount` of `successful_payment` events from endpoint B per `tg.currency`, in the currency's smallest units; a payment reported by two connections counts once.",
+        description: "Sums `tg.total_amount` of `successful_payment` events from the bot_api endpoint per `tg.currency`, in the currency's smallest units; a payment reported by two connections counts once.",
         ids: ['ProjectId'], success: { 200: ok('One line per currency.', list('RevenueLine')) },
       }),
     },
@@ -159,7 +159,7 @@ function adminPaths(): Record<string, Obj> {
       }),
     },
     '/admin/bots/{botId}/tokens': {
-      post: adminOp({ operationId: 'createToken', summary: 'Issue an API token for endpoint B', ids: ['BotId'], success: { 201: ok('The token; its value is shown this once.', ref('TokenCreated')) } }),
+      post: adminOp({ operationId: 'createToken', summary: 'Issue an API token for the bot_api endpoint', ids: ['BotId'], success: { 201: ok('The token; its value is shown this once.', ref('TokenCreated')) } }),
       get: adminOp({ operationId: 'listTokens', summary: "A bot's tokens", ids: ['BotId'], success: { 200: ok('Tokens without their values.', list('TokenSummary')) } }),
     },
     '/admin/tokens/{tokenId}': {

@@ -119,7 +119,7 @@ function eventSchemas(): Record<string, Schema> {
     },
     MessengerId: { description: 'A positive 64-bit integer, as a JSON number or a digit string.', anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: USER_ID_PATTERN }] },
     ServerEvent: {
-      description: `An event on endpoint B. A missing eventId, eventDate, eventType or eventOrigin (or one that is not a string) makes the whole request 400 \`event_invalid\`; other faults reject or repair the event alone. ${propsNote}`,
+      description: `An event on the bot_api endpoint. A missing eventId, eventDate, eventType or eventOrigin (or one that is not a string) makes the whole request 400 \`event_invalid\`; other faults reject or repair the event alone. ${propsNote}`,
       ...obj({
         ...common,
         platformUserId: { type: 'string', pattern: USER_ID_PATTERN, description: "The messenger user's id as a string (positive int64)." },
@@ -128,11 +128,11 @@ function eventSchemas(): Record<string, Schema> {
       }, ['eventId', 'eventName', 'eventDate', 'eventType', 'eventOrigin', 'platformUserId']),
     },
     WebappEvent: {
-      description: `An event on endpoint A. The user is initData's \`user.id\`, the origin \`custom\`; \`platformUserId\`, \`eventOrigin\` and \`propsFloat\` are ignored if sent. A missing eventType is stored as \`platform\` with a warning; a missing eventId, eventName or eventDate rejects the event. ${propsNote}`,
+      description: `An event on the webapp endpoint. The user is initData's \`user.id\`, the origin \`custom\`; \`platformUserId\`, \`eventOrigin\` and \`propsFloat\` are ignored if sent. A missing eventType is stored as \`platform\` with a warning; a missing eventId, eventName or eventDate rejects the event. ${propsNote}`,
       ...obj(common, ['eventId', 'eventName', 'eventDate']),
     },
     UserProfile: {
-      description: 'A profile on endpoint B. Fields sent are updated, fields not sent are kept; `null` clears. An invalid item is skipped with a `user_profile_invalid` warning.',
+      description: 'A profile on the bot_api endpoint. Fields sent are updated, fields not sent are kept; `null` clears. An invalid item is skipped with a `user_profile_invalid` warning.',
       ...obj({
         messengerUserId: ref('MessengerId'),
         username: { type: ['string', 'null'], maxLength: 256 },

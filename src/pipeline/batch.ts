@@ -1,41 +1,17 @@
 // One request's events, from parsed JSON to COPY-ready rows, counts and diagnostics.
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
-import type { ErrorCode } from '../errors.js';
+import type { Refusal } from '../errors.js';
+import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
-import { type Channel, eventRow, RowBuffer, type RowContext } from './copy-text.js';
-import { isUserId, type Mode, normalizeEvent, parseEventId, diagnosticId } from './event.js';
-import { repairString, truncateCodePoints } from './strings.js';
+import { eventRow, RowBuffer, type RowContext } from './copy-text.js';
+import { diagnosticId, normalizeEvent } from './event.js';
+import { parseUuid } from './ids.js';
+import { isObject } from './json.js';
+import { parseBotSnapshot, parseProfiles } from './profiles.js';
 
 export const MAX_EVENTS = 1000;
 
-export interface Refusal {
-  code: ErrorCode;
-  message?: string;
-  details?: Record<string, unknown>;
-}
-
-/** A profile to upsert; fields left undefined are not touched, so a bare sighting keeps a known name. */
-export interface UserSeen {
-  id: string;
-  username?: string | null;
-  firstName?: string | null;
-  lastName?: string | null;
-  languageCode?: string | null;
-  isPremium?: boolean | null;
-}
-
-export interface BotSnapshot {
-  messengerBotId: string | null;
-  name: string | null;
-  description: string | null;
-  starsAmount: number | null;
-}
-
-/** An event carrying a messenger action: billed only if its connection reported the action first. */
-export interface ActionRef {
-  key: string;
-  eventId: string;
-}
+export type { Refusal };
 
 export interface BatchResult {
   accepted: number;
@@ -50,7 +26,7 @@ export interface BatchResult {
   actions: ActionRef[];
   /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
   userIds: string[];
-  /** Profiles to upsert (users[] on endpoint B, the initData user on endpoint A). */
+  /** Profiles to upsert (users[] on bot_api, the initData user on webapp). */
   profiles: UserSeen[];
   bot: BotSnapshot | null;
 }
@@ -59,10 +35,8 @@ export type BatchOutcome = { ok: true; batch: BatchResult } | { ok: false; refus
 
 export interface BatchContext extends RowContext {
   channel: Channel;
-}
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+  /** bot_api: the bot's messenger id as configured, which a bot snapshot must match. */
+  messengerBotId?: string | null;
 }
 
 function checkEventsArray(events: unknown): Refusal | null {
@@ -76,7 +50,7 @@ function checkEventsArray(events: unknown): Refusal | null {
 
 const PARSE_TIME_FIELDS = ['eventId', 'eventDate', 'eventType', 'eventOrigin'] as const;
 
-/** Endpoint B: the fields the spec requires at parse time make the whole request fail. */
+/** bot_api: the fields the contract requires at parse time make the whole request fail. */
 function checkParseTime(events: unknown[]): Refusal | null {
   for (let i = 0; i < events.length; i++) {
     const ev = events[i];
@@ -94,7 +68,7 @@ function checkParseTime(events: unknown[]): Refusal | null {
   return null;
 }
 
-function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink, sizeHint: number) {
+function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink, sizeHint: number) {
   const seen = new Set<string>();
   const userIds = new Set<string>();
   const actions: ActionRef[] = [];
@@ -108,7 +82,7 @@ function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserI
       rejected++;
       continue;
     }
-    const eventId = parseEventId(raw.eventId);
+    const eventId = parseUuid(raw.eventId);
     if (eventId !== null) {
       // The first occurrence of an id wins, whatever becomes of it.
       if (seen.has(eventId)) {
@@ -120,7 +94,7 @@ function runEvents(events: unknown[], mode: Mode, ctx: BatchContext, webappUserI
     if (eventId === null) {
       diag.add(diagnosticId(raw.eventId), 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
     }
-    const ev = normalizeEvent(raw, eventId ?? '', mode, diag);
+    const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag);
     if (ev === null || eventId === null) {
       rejected++;
       continue;
@@ -155,87 +129,40 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
 /** Room for the rows of `events` events: about what their JSON takes, plus the columns we add. */
 const sizeHint = (events: unknown[], bodyBytes: number) => bodyBytes + events.length * 160;
 
-/** Endpoint B: `{events, users?, bot?, version?}`; `bodyBytes` sizes the row buffer. */
-export function processServerBatch(body: unknown, ctx: BatchContext, bodyBytes = 0): BatchOutcome {
+/** bot_api: `{events, users?, bot?, version?}`; `bodyBytes` sizes the row buffer. */
+export function processBotApiBatch(body: unknown, ctx: BatchContext, bodyBytes = 0): BatchOutcome {
   if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
   if (body.version !== undefined && body.version !== '1') return { ok: false, refusal: { code: 'unsupported_version' } };
   const bad = checkEventsArray(body.events) ?? checkParseTime(body.events as unknown[]);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
-  const r = runEvents(body.events as unknown[], 'server', ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
+  const r = runEvents(body.events as unknown[], ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
   const profiles = body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag);
-  const bot = body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, diag);
+  const bot = body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, ctx.messengerBotId ?? null, diag);
   return { ok: true, batch: finish(diag, r, profiles, bot) };
 }
 
-/** Endpoint A: the events of `{botId, auth, events}`; the user and profile come from verified initData. */
+/** webapp: the events of `{botId, auth, events}`; the user and profile come from verified initData. */
 export function processWebappBatch(events: unknown, ctx: BatchContext, user: UserSeen, bodyBytes = 0): BatchOutcome {
   const bad = checkEventsArray(events);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
-  const r = runEvents(events as unknown[], 'webapp', ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes));
+  const r = runEvents(events as unknown[], ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes));
   return { ok: true, batch: finish(diag, r, [user], null) };
 }
 
-const PROFILE_CHARS = 256;
-
-/** undefined: absent; null: explicitly empty; false: invalid. */
-function profileString(v: unknown): string | null | undefined | false {
-  if (v === undefined) return undefined;
-  if (v === null) return null;
-  if (typeof v !== 'string') return false;
-  const s = repairString(v).value;
-  return truncateCodePoints(s, PROFILE_CHARS) === null ? s : false;
+/** What the webapp endpoint must know before anything else: which bot, and the signed session. */
+export interface WebappEnvelope {
+  botId: string;
+  /** null when missing or empty: refused once the bot is known (its checks come first). */
+  initData: string | null;
 }
 
-function messengerId(v: unknown): string | null {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && v > 0 ? String(v) : null;
-  if (typeof v === 'string') return isUserId(v) ? v : null;
-  return null;
-}
-
-function parseProfiles(users: unknown, diag: DiagnosticSink): UserSeen[] {
-  if (!Array.isArray(users)) {
-    diag.add(null, 'user_profile_invalid', 'users', 'users must be an array of profiles; ignored');
-    return [];
-  }
-  const out: UserSeen[] = [];
-  for (let i = 0; i < users.length; i++) {
-    const u = users[i];
-    const id = isObject(u) ? messengerId(u.messengerUserId) : null;
-    if (!isObject(u) || id === null) {
-      diag.add(null, 'user_profile_invalid', `users[${i}]`, 'a profile needs messengerUserId, a positive integer; skipped');
-      continue;
-    }
-    const username = profileString(u.username);
-    const firstName = profileString(u.firstName);
-    const lastName = profileString(u.lastName);
-    const languageCode = profileString(u.languageCode);
-    const isPremium = u.isPremium;
-    if (username === false || firstName === false || lastName === false || languageCode === false ||
-        (isPremium !== undefined && isPremium !== null && typeof isPremium !== 'boolean')) {
-      diag.add(null, 'user_profile_invalid', `users[${i}]`, `username, firstName, lastName and languageCode must be strings of at most ${PROFILE_CHARS} characters and isPremium a boolean; skipped`);
-      continue;
-    }
-    out.push({ id, username, firstName, lastName, languageCode, isPremium: isPremium as boolean | null | undefined });
-  }
-  return out;
-}
-
-function parseBotSnapshot(bot: unknown, diag: DiagnosticSink): BotSnapshot | null {
-  const invalid = () => {
-    diag.add(null, 'bot_snapshot_invalid', 'bot', 'bot must be {messengerBotId?, name?, description?, starsAmount?} with string texts and numeric ids; ignored');
-    return null;
-  };
-  if (!isObject(bot)) return invalid();
-  const name = profileString(bot.name);
-  const description = bot.description === undefined || bot.description === null ? null
-    : typeof bot.description === 'string' ? repairString(truncateCodePoints(bot.description, 4096) ?? bot.description).value : false;
-  const stars = bot.starsAmount;
-  const mid = bot.messengerBotId === undefined || bot.messengerBotId === null ? null : messengerId(bot.messengerBotId);
-  if (name === false || description === false || (mid === null && bot.messengerBotId != null) ||
-      (stars !== undefined && stars !== null && !(typeof stars === 'number' && Number.isFinite(stars)))) {
-    return invalid();
-  }
-  return { messengerBotId: mid, name: name ?? null, description, starsAmount: (stars as number | null | undefined) ?? null };
+/** The envelope of a parsed webapp body, or the refusal of a body that has none. */
+export function readWebappEnvelope(body: unknown): { ok: true; envelope: WebappEnvelope } | { ok: false; refusal: Refusal } {
+  if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
+  const botId = parseUuid(body.botId);
+  if (botId === null) return { ok: false, refusal: { code: 'bot_id_invalid' } };
+  const initData = isObject(body.auth) ? body.auth.initData : undefined;
+  return { ok: true, envelope: { botId, initData: typeof initData === 'string' && initData.trim() !== '' ? initData : null } };
 }

@@ -1,5 +1,6 @@
 // Encoding of events rows in PostgreSQL's COPY text format. Workers produce these bytes so the
 // main thread only forwards them to the database.
+import type { Channel } from '../model.js';
 import type { NormalizedEvent } from './event.js';
 
 /** Column order of every COPY into `events`. Rows are written billed; the writer unbills the few that another connection reported first. */
@@ -8,8 +9,6 @@ export const EVENT_COLUMNS = [
   'platform_user_id', 'origin', 'channel', 'text', 'props_string', 'props_long', 'props_float',
   'props_bool', 'tg', 'billed',
 ] as const;
-
-export type Channel = 'bot_api' | 'webapp';
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };

@@ -4,13 +4,14 @@
 export type Severity = 'error' | 'warning';
 
 export const DIAGNOSTICS = {
-  event_missing_identity: { severity: 'error', description: 'platformUserId (endpoint B) or eventName is missing or empty.' },
+  event_missing_identity: { severity: 'error', description: 'platformUserId (bot_api endpoint) or eventName is missing or empty.' },
   platform_user_id_invalid: { severity: 'error', description: 'platformUserId is not a string holding a positive 64-bit integer.' },
   event_id_invalid: { severity: 'error', description: 'eventId is missing or not a UUID.' },
   event_date_invalid: { severity: 'error', description: 'eventDate is missing or not an ISO 8601 date-time between years 0001 and 9999.' },
   event_origin_invalid: { severity: 'error', description: 'eventOrigin is not "platform" or "custom".' },
-  event_invalid: { severity: 'error', description: 'The event is not a JSON object (endpoint A).' },
+  event_invalid: { severity: 'error', description: 'The event is not a JSON object (webapp endpoint).' },
   event_type_unknown: { severity: 'warning', description: 'eventType is outside the nine categories; stored as "platform".' },
+  field_unknown: { severity: 'warning', description: 'The event carries a field that is not part of the contract; it was dropped.' },
   event_name_truncated: { severity: 'warning', description: 'eventName was longer than 4096 characters and was truncated.' },
   text_truncated: { severity: 'warning', description: 'text was longer than 4096 characters and was truncated.' },
   text_type_invalid: { severity: 'warning', description: 'text is not a string; it was dropped.' },
@@ -25,6 +26,7 @@ export const DIAGNOSTICS = {
   string_unicode_repaired: { severity: 'warning', description: 'A string held unpaired UTF-16 surrogates; each was replaced by U+FFFD.' },
   user_profile_invalid: { severity: 'warning', description: 'An item of users[] is not a valid profile; it was skipped.' },
   bot_snapshot_invalid: { severity: 'warning', description: 'The bot snapshot is not valid; it was ignored.' },
+  bot_snapshot_mismatch: { severity: 'warning', description: "The bot snapshot names a messengerBotId other than the bot's configured one (set with the admin API only); it was ignored." },
 } as const satisfies Record<string, { severity: Severity; description: string }>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTICS;

@@ -1,7 +1,9 @@
 // Validation and repair of one event: a pure function of (event, mode) → (normalized event | null,
 // diagnostics). It runs unchanged in a worker, on the main thread and in unit tests.
+import type { Endpoint } from '../endpoints.js';
 import { normalizeDate } from './dates.js';
 import type { DiagnosticSink } from './diagnostics.js';
+import { isUserId } from './ids.js';
 import { ACTION_FIELDS, actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from './registry.js';
 import { displayKey, repairString, SUSPICIOUS, truncateCodePoints } from './strings.js';
 
@@ -16,8 +18,6 @@ export const LIMITS = Object.freeze({
   propsPerEvent: 1024,
 });
 
-/** Endpoint B sends events from a server; endpoint A from a mini-app (no user id, no origin, no floats). */
-export type Mode = 'server' | 'webapp';
 export type Origin = 'platform' | 'custom';
 type Props = Record<string, unknown>;
 
@@ -26,7 +26,7 @@ export interface NormalizedEvent {
   eventName: string;
   eventType: string;
   eventDate: string;
-  /** Decimal digits of a positive int64; on endpoint A the caller supplies the initData user. */
+  /** Decimal digits of a positive int64; on the webapp endpoint the caller supplies the initData user. */
   platformUserId: string | null;
   origin: Origin;
   text: string | null;
@@ -40,19 +40,16 @@ export interface NormalizedEvent {
   actionKey: string | null;
 }
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const USER_ID = /^[1-9][0-9]{0,18}$/;
-const INT64_MAX = 9223372036854775807n;
 export const PROP_KEY = /^[A-Za-z_][A-Za-z0-9_.]{0,127}$/;
 
-/** The lowercased UUID, or null when `value` is not one. */
-export function parseEventId(value: unknown): string | null {
-  return typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : null;
-}
+/** The fields of an event on each endpoint; anything else is dropped with a field_unknown warning. */
+const FIELDS: Record<Endpoint, ReadonlySet<string>> = {
+  bot_api: new Set(['eventId', 'eventName', 'eventDate', 'eventType', 'platformUserId', 'eventOrigin', 'text', 'propsString', 'propsLong', 'propsFloat', 'propsBool']),
+  // The contract says these are ignored silently on the webapp endpoint.
+  webapp: new Set(['eventId', 'eventName', 'eventDate', 'eventType', 'platformUserId', 'eventOrigin', 'text', 'propsString', 'propsLong', 'propsFloat', 'propsBool']),
+};
 
-export function isUserId(value: string): boolean {
-  return USER_ID.test(value) && (value.length < 19 || BigInt(value) <= INT64_MAX);
-}
+const EVENT_TYPE_LIST = [...EVENT_TYPES].join(', ');
 
 /** How a diagnostic names the event: its id as sent (cut), since an invalid one is still the client's handle. */
 export function diagnosticId(value: unknown): string | null {
@@ -102,14 +99,14 @@ function cleanString(s: string, max: number, id: () => string | null, path: stri
  * Checks and repairs one event whose eventId is already known to be valid.
  * Returns null when the event is rejected (an error diagnostic was added).
  */
-export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: DiagnosticSink): NormalizedEvent | null {
+export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag: DiagnosticSink): NormalizedEvent | null {
   // How diagnostics name the event, computed only when one is reported.
   let shownId: string | null | undefined;
   const id = () => (shownId === undefined ? (shownId = diagnosticId(ev.eventId)) : shownId);
   let ok = true;
 
   let platformUserId: string | null = null;
-  if (mode === 'server') {
+  if (mode === 'bot_api') {
     const u = ev.platformUserId;
     if (u === undefined || u === null) {
       diag.add(id(), 'event_missing_identity', 'platform_user_id', 'platformUserId is required');
@@ -135,7 +132,7 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
   }
 
   let origin: Origin = 'custom';
-  if (mode === 'server') {
+  if (mode === 'bot_api') {
     if (ev.eventOrigin === 'platform' || ev.eventOrigin === 'custom') origin = ev.eventOrigin;
     else {
       diag.add(id(), 'event_origin_invalid', 'event_origin', 'eventOrigin must be "platform" or "custom"');
@@ -144,9 +141,14 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Mode, diag: Dia
   }
   if (!ok) return null;
 
+  const known = FIELDS[mode];
+  for (const field in ev) {
+    if (!known.has(field)) diag.add(id(), 'field_unknown', displayKey(field), `${displayKey(field)} is not an event field; dropped`);
+  }
+
   let eventType = ev.eventType;
   if (typeof eventType !== 'string' || !EVENT_TYPES.has(eventType)) {
-    diag.add(id(), 'event_type_unknown', 'event_type', 'eventType is not one of the nine categories; stored as "platform"');
+    diag.add(id(), 'event_type_unknown', 'event_type', `eventType must be one of ${EVENT_TYPE_LIST}; stored as "platform"`);
     eventType = 'platform';
   }
 
@@ -182,14 +184,14 @@ function jsonValue(type: FieldType, v: unknown): string {
   return type === 'string' ? JSON.stringify(v) : String(v);
 }
 
-function collectProps(ev: Props, out: NormalizedEvent, mode: Mode, id: () => string | null, diag: DiagnosticSink): void {
+function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () => string | null, diag: DiagnosticSink): void {
   const promote = out.origin === 'platform';
   let kept = 0;
   let dropped = 0;
   let tg = '';
   let action: Props | null = null;
   for (const bucket of BUCKETS) {
-    // Endpoint A has no float bucket; the spec ignores it silently.
+    // The webapp endpoint has no float bucket; the contract ignores it silently.
     if (mode === 'webapp' && bucket.type === 'float') continue;
     const src = ev[bucket.field];
     if (src === undefined || src === null) continue;

@@ -7,7 +7,8 @@
 // - A BEGIN sent as its own query can be rejected with a dying connection while the COPY queued
 //   behind it runs first on the next connection, outside any transaction. So BEGIN travels in the
 //   same simple-query message as the COPY: both run on one session, in order, or neither runs.
-// - On success the writable would destroy itself and send a stray CopyFail (FIELD-NOTES.md); its
+// - On success the writable would destroy itself and send a stray CopyFail, which fails whatever
+//   COPY is queued next on the connection (measured here: "COPY from stdin failed", 57014); its
 //   auto-destroy is switched off.
 import type { Sql } from '../db/connect.js';
 
@@ -34,12 +35,20 @@ type CopyStream = NodeJS.WritableStream & {
   _writableState?: { autoDestroy: boolean };
 };
 
+export interface CopyIn {
+  /** The session the statements were sent on, once they are (undefined until then). */
+  readonly session: () => Session | undefined;
+  /** Resolves with that session once the server has taken the rows. */
+  readonly done: Promise<Session>;
+}
+
 /**
  * Runs `statements` (ending with a COPY ... FROM STDIN) as one simple query and streams `data` into
- * the COPY in one write. Resolves with the session it ran on, once the server has taken the rows.
+ * the COPY in one write.
  */
-export function copyIn(sql: Sql, statements: string, data: Uint8Array): Promise<Session> {
-  return new Promise<Session>((resolve, reject) => {
+export function copyIn(sql: Sql, statements: string, data: Uint8Array): CopyIn {
+  let sent: { state?: Session } | null = null;
+  const done = new Promise<Session>((resolve, reject) => {
     let settled = false;
     const fail = (err: unknown) => {
       if (settled) return;
@@ -51,6 +60,7 @@ export function copyIn(sql: Sql, statements: string, data: Uint8Array): Promise<
       reject: (err: unknown) => void;
       writable(): Promise<CopyStream>;
     };
+    sent = query;
     const original = query.reject;
     query.reject = (err: unknown) => {
       original(err);
@@ -69,4 +79,5 @@ export function copyIn(sql: Sql, statements: string, data: Uint8Array): Promise<
       w.end(data);
     }, fail);
   });
+  return { session: () => sent?.state, done };
 }

@@ -2,7 +2,7 @@
 // per request) and touches rows in key order, so two writer connections never deadlock on them.
 import type { Sql } from '../db/connect.js';
 import { EVENT_COLUMNS } from '../pipeline/copy-text.js';
-import type { BotSnapshot, UserSeen } from '../pipeline/batch.js';
+import type { BotSnapshot, UserSeen } from '../model.js';
 import { sameSession, type Session, SessionLost } from './copy-in.js';
 
 const COLS = EVENT_COLUMNS.join(', ');
@@ -30,13 +30,16 @@ export interface StoredCount {
 }
 
 /**
- * The billing of a batch, in one statement after its rows are in: records who reported each
- * messenger action first (within the batch the earliest claim wins; a known action keeps its owner),
- * unbills the rows this transaction stored for actions another connection owns, and charges the
- * ledger. Returns the unbilled rows per request. Only rows this transaction wrote (xmin) take part,
- * so a redelivery can neither claim an action nor lose an earlier row's billing. The no-op DO UPDATE
- * makes RETURNING yield the owner of an existing action too, even one committed by another
- * connection while this statement waited for it.
+ * The billing of a batch, in one statement after its rows are in. A messenger action belongs to the
+ * first connection that reports it (within the batch the earliest claim wins; a known action keeps
+ * its owner); every other connection gets one report of that action free, stored with
+ * billed = false, and pays for any further one, as the owner does for its repeats. Unbills the free
+ * reports this transaction stored and charges the ledger; returns the unbilled rows per request.
+ * Only rows this transaction wrote (xmin) take part, so a redelivery can neither claim an action
+ * nor lose an earlier row's billing. The no-op DO UPDATE makes RETURNING yield the owner of an
+ * existing action too, even one committed by another connection while this statement waited for it;
+ * a free report another transaction took first makes ON CONFLICT DO NOTHING return nothing, so the
+ * later one is billed.
  */
 export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCount[], shard: number, session: Session) {
   // Sent at once (execute), so it precedes whatever the caller queues after it. It changes nothing
@@ -59,16 +62,22 @@ export function settleBilling(sql: Sql, claims: ActionClaim[], stored: StoredCou
       SELECT project_id, action_key, connection_id FROM firsts ORDER BY project_id, action_key
       ON CONFLICT (project_id, action_key) DO UPDATE SET connection_id = b.connection_id
       RETURNING project_id, action_key, connection_id
-    ), losers AS (
-      -- NOT IN runs as a hashed subplan: CTE row estimates are useless here and a join of the two
-      -- would loop over every pair.
-      SELECT * FROM mine
+    ), candidates AS (
+      -- The first report of each connection that does not own the action. NOT IN runs as a hashed
+      -- subplan: CTE row estimates are useless here and a join of the two would loop over every pair.
+      SELECT DISTINCT ON (project_id, action_key, connection_id) * FROM mine
       WHERE (project_id, action_key, connection_id) NOT IN (SELECT project_id, action_key, connection_id FROM claimed)
+      ORDER BY project_id, action_key, connection_id, ord
+    ), freed AS (
+      INSERT INTO billing_free_reports (project_id, action_key, connection_id)
+      SELECT project_id, action_key, connection_id FROM candidates ORDER BY 1, 2, 3
+      ON CONFLICT DO NOTHING
+      RETURNING project_id, action_key, connection_id
     ), unbilled AS (
       UPDATE events e SET billed = false
-      FROM losers l
-      WHERE e.project_id = l.project_id AND e.event_id = l.event_id
-      RETURNING l.project_id, l.req
+      FROM candidates c JOIN freed f USING (project_id, action_key, connection_id)
+      WHERE e.project_id = c.project_id AND e.event_id = c.event_id
+      RETURNING c.project_id, c.req
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
     ), ledger AS (
@@ -166,17 +175,16 @@ export interface BotRow extends BotSnapshot {
   botId: string;
 }
 
+/** Descriptive fields only: the messenger id, which a constraint keeps unique, is the admin API's alone. */
 export function updateBots(sql: Sql, rows: BotRow[]) {
   return sql`
     UPDATE bots b SET
       name = coalesce(s.name, b.name),
       description = coalesce(s.description, b.description),
       stars_amount = coalesce(s.stars, b.stars_amount),
-      messenger_bot_id = coalesce(b.messenger_bot_id, s.mid),
       snapshot_at = now()
-    FROM unnest(${rows.map((r) => r.botId)}::uuid[], ${rows.map((r) => r.messengerBotId)}::bigint[],
-                ${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.description)}::text[],
+    FROM unnest(${rows.map((r) => r.botId)}::uuid[], ${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.description)}::text[],
                 ${rows.map((r) => (r.starsAmount === null ? null : String(r.starsAmount)))}::numeric[])
-      AS s(bot_id, mid, name, description, stars)
+      AS s(bot_id, name, description, stars)
     WHERE b.bot_id = s.bot_id`;
 }

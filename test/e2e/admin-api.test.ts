@@ -8,7 +8,7 @@ let srv: RunningServer;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url);
+  srv = await startServer(db.url, { ADMIN_AUTH_FAILURES_PER_MIN: '1000' });
 });
 afterAll(async () => {
   await srv?.stop();

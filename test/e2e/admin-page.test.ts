@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, serverEvent } from '../helpers/api.js';
+import { admin, call, postB, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -27,6 +27,8 @@ beforeAll(async () => {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1280, height: 900 },
+    // Money is formatted for the browser's locale; the expectations below are written in en-US.
+    locale: 'en-US',
   });
   page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
@@ -45,6 +47,51 @@ afterAll(async () => {
 });
 
 const byTestId = (id: string) => page.getByTestId(id);
+
+/** Signs in on `p`, a tab with its own (empty) session storage unless it is the main page. */
+async function signIn(p: Page): Promise<void> {
+  await p.getByTestId('login-token').fill(ADMIN_TOKEN);
+  await p.getByTestId('login-submit').click();
+  await p.getByTestId('project-create-form').waitFor();
+}
+
+/** A fresh tab: no token, no remembered project. */
+async function freshTab(): Promise<Page> {
+  const tab = await browser.newPage();
+  tab.setDefaultTimeout(10_000);
+  tab.on('pageerror', (err) => pageProblems.push(`pageerror: ${err.message}`));
+  await tab.goto(`${srv.url}/admin/`);
+  return tab;
+}
+
+/** Opens a project by its address on the main page, signing in if needed. */
+async function openProject(projectId: string): Promise<void> {
+  // Only a real load reads the address: a change of the #fragment alone would not.
+  await page.goto('about:blank');
+  await page.goto(`${srv.url}/admin/#project=${projectId}`);
+  await page.locator('[data-testid="login-form"]:visible, [data-testid="project-detail"]:visible').first().waitFor();
+  if (await byTestId('login-form').isVisible()) await signIn(page);
+  await expect.poll(() => byTestId('project-id').textContent()).toBe(`project ${projectId}`);
+}
+
+/** What a browser reports when the user switches tabs; headless Chromium has no other tab to switch to. */
+function setTabHidden(hidden: boolean): Promise<void> {
+  // A string, as elsewhere here: the tests are type-checked without the DOM library.
+  return page.evaluate(`(() => {
+    if (${hidden}) {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    } else {
+      // The own properties shadowed the real getters on Document.prototype.
+      delete document.hidden;
+      delete document.visibilityState;
+    }
+    document.dispatchEvent(new Event('visibilitychange'));
+  })()`);
+}
+
+const payment = (amount: number, currency: string) =>
+  serverEvent({ eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', propsString: { 'tg.currency': currency }, propsLong: { 'tg.total_amount': amount } });
 
 describe('admin page', () => {
   it('serves the page and its assets with a strict CSP, apart from the API', async () => {
@@ -72,6 +119,23 @@ describe('admin page', () => {
     expect((await call(`${srv.url}/admin/projects`)).status).toBe(401);
   });
 
+  it('says on the sign-in form where the admin token is', async () => {
+    await page.goto(`${srv.url}/admin/`);
+    const hint = byTestId('login-token-hint');
+    expect(await hint.isVisible()).toBe(true);
+    const text = (await hint.textContent()) ?? '';
+    expect(text).toContain('admin-token');
+    expect(text).toContain('DATA_DIR');
+    expect(text).toContain('cat .data/admin-token');
+    expect(text).toContain('ADMIN_TOKEN');
+    // Read out with the field, not only seen next to it.
+    expect((await byTestId('login-token').getAttribute('aria-describedby'))?.split(' ')).toContain(await hint.getAttribute('id'));
+    // The longer form still fits a phone.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
   it('provisions a project, a bot and a token, shows live counts, and switches and revokes', async () => {
     await page.goto(`${srv.url}/admin/`);
 
@@ -85,6 +149,8 @@ describe('admin page', () => {
     await byTestId('login-submit').click();
     await byTestId('project-create-form').waitFor();
     expect(await page.evaluate<string | null>("sessionStorage.getItem('tg-ingest.adminToken')")).toBe(ADMIN_TOKEN);
+    // No project yet, so none is open.
+    expect(await byTestId('project-detail').isVisible()).toBe(false);
 
     // A name that would be markup if it were ever inserted as HTML.
     const projectName = 'Shop <img src=x onerror=alert(1)> & co';
@@ -194,6 +260,104 @@ describe('admin page', () => {
     expect(await page.evaluate<string | null>("sessionStorage.getItem('tg-ingest.adminToken')")).toBeNull();
     expect(await byTestId('project-detail').isVisible()).toBe(false);
 
+    expect(pageProblems).toEqual([]);
+  });
+
+  // Runs while the project made above is the only one.
+  it('opens the only project after sign-in; with several, the one this tab had open, else none', async () => {
+    const projects = (await admin(srv.url, 'GET', '/admin/projects')).body as { projectId: string; name: string }[];
+    expect(projects).toHaveLength(1);
+    const only = projects[0]!;
+
+    const tab = await freshTab();
+    await signIn(tab);
+    await expect.poll(() => tab.getByTestId('project-title').textContent()).toBe(only.name);
+    expect(await tab.getByTestId('project-detail').isVisible()).toBe(true);
+    expect(await tab.getByTestId('project-row').getByTestId('project-select').getAttribute('aria-current')).toBe('true');
+    await expect.poll(() => tab.getByTestId('usage-month').textContent()).toMatch(/^\d{4}-\d{2}$/);
+    await tab.close();
+
+    // A second project: a new tab chooses nothing.
+    const second = (await admin(srv.url, 'POST', '/admin/projects', { name: 'Second shop' })).body.projectId as string;
+    const tab2 = await freshTab();
+    await signIn(tab2);
+    await expect.poll(() => tab2.getByTestId('project-row').count()).toBe(2);
+    expect(await tab2.getByTestId('project-detail').isVisible()).toBe(false);
+
+    // Signed out and in again, the tab comes back to the project it had open (the address no longer names it).
+    await tab2.locator(`[data-testid="project-row"][data-project-id="${second}"]`).getByTestId('project-select').click();
+    await expect.poll(() => tab2.getByTestId('project-title').textContent()).toBe('Second shop');
+    await tab2.getByTestId('sign-out').click();
+    await tab2.getByTestId('login-form').waitFor();
+    expect(new URL(tab2.url()).hash).toBe('');
+    expect(await tab2.getByTestId('project-detail').isVisible()).toBe(false);
+    await signIn(tab2);
+    await tab2.getByTestId('project-detail').waitFor();
+    expect(await tab2.getByTestId('project-title').textContent()).toBe('Second shop');
+    expect(new URL(tab2.url()).hash).toBe(`#project=${second}`);
+    await tab2.close();
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('refreshes usage together with the live view, without a click, and stops polling while the tab is hidden', async () => {
+    const own = await provision(srv.url);
+    const requests: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      const m = /\/admin\/projects\/[^/]+\/(stats|usage|reports\/revenue)$/.exec(new URL(r.url()).pathname);
+      if (m) requests.push(m[1]!);
+    };
+    page.on('request', onRequest);
+    try {
+      await openProject(own.projectId);
+      await expect.poll(() => byTestId('usage-billed').getAttribute('data-value')).toBe('0');
+
+      const sent = await postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
+      expect(sent.status).toBe(202);
+      // Without a click: the 3 s loop has to bring both the live count and the month's usage.
+      await expect.poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
+      await expect.poll(() => byTestId('usage-billed').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
+      await expect.poll(() => byTestId('usage-stored').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
+
+      // One loop: every round asks for both, so the counts never drift apart.
+      const count = (kind: string) => requests.filter((k) => k === kind).length;
+      requests.length = 0;
+      await page.waitForTimeout(7_000);
+      expect(count('stats')).toBeGreaterThanOrEqual(2);
+      expect(Math.abs(count('stats') - count('usage'))).toBeLessThanOrEqual(1);
+
+      // Hidden: nothing is asked (a round already in flight may still land).
+      await setTabHidden(true);
+      await page.waitForTimeout(500);
+      requests.length = 0;
+      await page.waitForTimeout(4_000);
+      expect(requests).toEqual([]);
+
+      // Visible again: a round at once, with revenue, then the loop goes on.
+      await setTabHidden(false);
+      await expect.poll(() => [count('stats'), count('usage'), count('reports/revenue')], { timeout: 1_000, interval: 50 }).toEqual([1, 1, 1]);
+      await expect.poll(() => count('stats'), { timeout: 5_000, interval: 250 }).toBe(2);
+    } finally {
+      page.off('request', onRequest);
+    }
+    expect(pageProblems).toEqual([]);
+  }, 60_000);
+
+  it("shows revenue in the currency's units, Stars without decimals, big totals to the last digit", async () => {
+    const own = await provision(srv.url);
+    const big = Number.MAX_SAFE_INTEGER; // two of them sum beyond 2^53: the API answers a string
+    const sent = await postB(srv.url, own.token, { events: [payment(1999, 'USD'), payment(1999, 'XTR'), payment(big, 'JPY'), payment(big, 'JPY'), payment(big, 'EUR'), payment(big, 'EUR')] });
+    expect(sent.status).toBe(202);
+    await expect
+      .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`)).body)
+      .toContainEqual({ currency: 'JPY', totalAmount: '18014398509481982' });
+
+    await openProject(own.projectId);
+    await byTestId('revenue-refresh').click();
+    const total = (currency: string) => page.locator(`[data-testid="revenue-row"][data-currency="${currency}"] [data-testid="revenue-total"]`).textContent();
+    await expect.poll(() => total('USD')).toBe('$19.99');
+    expect(await total('XTR')).toMatch(/^(1,999 XTR|⭐ 1,999)$/);
+    expect(await total('JPY')).toBe('¥18,014,398,509,481,982');
+    expect(await total('EUR')).toBe('€180,143,985,094,819.82');
     expect(pageProblems).toEqual([]);
   });
 });

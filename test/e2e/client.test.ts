@@ -2,7 +2,7 @@
 // in the client's callbacks and reports.
 import { freePort } from '../../src/db/embedded.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type Diagnostic, IngestError, type ServerEventInput, type Stamped } from '../../src/index.js';
+import { type BotApiEventInput, createClient, type Diagnostic, IngestError, type Stamped } from '../../client/src/index.js';
 import { provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -24,7 +24,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const ev = (over: Partial<ServerEventInput> = {}): ServerEventInput => ({
+const ev = (over: Partial<BotApiEventInput> = {}): BotApiEventInput => ({
   eventName: 'message_received', eventType: 'message', eventOrigin: 'custom', platformUserId: '1001', ...over,
 });
 
@@ -112,8 +112,8 @@ describe('batching', () => {
 
 describe('what the server refuses', () => {
   it('hands rejected events to onRejected with their diagnostics, warnings to onWarnings', async () => {
-    const rejected: { events: Stamped<ServerEventInput>[]; diagnostics: Diagnostic[] }[] = [];
-    const warned: { events: Stamped<ServerEventInput>[]; diagnostics: Diagnostic[] }[] = [];
+    const rejected: { events: Stamped<BotApiEventInput>[]; diagnostics: Diagnostic[] }[] = [];
+    const warned: { events: Stamped<BotApiEventInput>[]; diagnostics: Diagnostic[] }[] = [];
     const client = createClient({
       baseUrl: srv.url, apiKey: p.token,
       onRejected: (events, diagnostics) => rejected.push({ events, diagnostics }),
@@ -135,7 +135,7 @@ describe('what the server refuses', () => {
   });
 
   it('names every rejection even when the server cut its diagnostics at 100', async () => {
-    const rejected: Stamped<ServerEventInput>[] = [];
+    const rejected: Stamped<BotApiEventInput>[] = [];
     const codes: string[] = [];
     const client = createClient({ baseUrl: srv.url, apiKey: p.token, onRejected: (events, diagnostics) => {
       rejected.push(...events);
@@ -159,7 +159,7 @@ describe('what the server refuses', () => {
   });
 
   it('reports a 401 to onFailed after one attempt, and nothing is stored', async () => {
-    const failed: { events: Stamped<ServerEventInput>[]; error: Error }[] = [];
+    const failed: { events: Stamped<BotApiEventInput>[]; error: Error }[] = [];
     const client = createClient({ baseUrl: srv.url, apiKey: 'not-a-token', onFailed: (events, error) => failed.push({ events, error }) });
     const ids = [client.track(ev()).eventId, client.track(ev()).eventId];
     const report = await client.close();
@@ -186,7 +186,7 @@ describe('what the server refuses', () => {
     expect(() => strict.track(ev())).toThrow(expect.objectContaining({ code: 'client_closed' }));
   });
 
-  it('sends profiles and the bot snapshot with a batch (endpoint B)', async () => {
+  it('sends profiles and the bot snapshot with a batch (bot_api endpoint)', async () => {
     const client = createClient({ baseUrl: srv.url, apiKey: p.token });
     client.setProfile({ messengerUserId: 5005, username: 'bob', firstName: 'Bob' });
     client.setBot({ name: 'Shop bot' });
@@ -199,7 +199,7 @@ describe('what the server refuses', () => {
   });
 });
 
-describe('endpoint A', () => {
+describe('webapp endpoint', () => {
   it('stores events for the initData user on the webapp channel', async () => {
     let calls = 0;
     const client = createClient({

@@ -349,9 +349,33 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
 
   it('updates the bot snapshot', async () => {
     const own = await provision(srv.url);
-    await postB(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: 7000001, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
+    const r = await postB(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: own.messengerBotId, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
+    expect(r.body.diagnostics).toEqual([]);
     const bot = await admin(srv.url, 'GET', `/admin/bots/${own.botId}`);
     expect(bot.body).toMatchObject({ name: 'Shop bot', description: 'Sells things', starsAmount: 1500, snapshotAt: expect.any(String) });
+  });
+
+  it("ignores a snapshot naming another bot's messenger id, stores the events, and never fails another tenant's commit", async () => {
+    const victim = await provision(srv.url);
+    const squatter = await provision(srv.url);
+    const unconfigured = await admin(srv.url, 'POST', '/admin/bots', { projectId: squatter.projectId });
+    const unconfiguredToken = (await admin(srv.url, 'POST', `/admin/bots/${unconfigured.body.botId}/tokens`)).body.token as string;
+    // Concurrent with the victim's own traffic, so the snapshots share group commits with it.
+    const [taken, squat, own] = await Promise.all([
+      postB(srv.url, squatter.token, { events: [serverEvent(), serverEvent()], bot: { messengerBotId: victim.messengerBotId, name: 'Not mine' } }),
+      postB(srv.url, unconfiguredToken, { events: [serverEvent()], bot: { messengerBotId: 424242424242, name: 'Squat' } }),
+      postB(srv.url, victim.token, { events: [serverEvent()] }),
+    ]);
+    for (const r of [taken, squat]) {
+      expect(r.status).toBe(202);
+      expect(r.body.diagnostics).toEqual([expect.objectContaining({ event_id: null, code: 'bot_snapshot_mismatch', severity: 'warning', path: 'bot.messenger_bot_id' })]);
+    }
+    expect(taken.body.accepted).toBe(2);
+    expect(own.status).toBe(202);
+    const bots = await db.sql`SELECT bot_id, messenger_bot_id, name FROM bots WHERE bot_id IN (${squatter.botId}, ${unconfigured.body.botId}) ORDER BY bot_id`;
+    expect(bots.map((b) => b.name)).toEqual([null, null]);
+    expect((await admin(srv.url, 'GET', `/admin/bots/${unconfigured.body.botId}`)).body.messengerBotId).toBeNull();
+    expect((await admin(srv.url, 'GET', `/admin/bots/${victim.botId}`)).body.messengerBotId).toBe(victim.messengerBotId);
   });
 
   it('reports revenue of an external payment recorded as the spec shows', async () => {

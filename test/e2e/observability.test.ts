@@ -42,28 +42,38 @@ describe('metrics', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const m = res.text;
-    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'server', status: '202' })).toBeGreaterThanOrEqual(7);
-    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'server', status: '429' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '202' })).toBeGreaterThanOrEqual(7);
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '429' })).toBeGreaterThanOrEqual(1);
     expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'admin', status: '201' })).toBeGreaterThanOrEqual(3);
-    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'accepted' })).toBeGreaterThanOrEqual(9);
-    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'rejected' })).toBe(1);
-    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'duplicated' })).toBe(1);
-    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'redelivered' })).toBe(1);
-    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'server', outcome: 'stored_not_billed' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'accepted' })).toBeGreaterThanOrEqual(9);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'rejected' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'duplicated' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'redelivered' })).toBe(1);
+    expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'stored_not_billed' })).toBe(1);
     expect(metric(m, 'tg_ingest_diagnostics_total', { code: 'event_type_unknown', severity: 'warning' })).toBe(1);
     expect(metric(m, 'tg_ingest_diagnostics_total', { code: 'event_missing_identity', severity: 'error' })).toBe(1);
-    expect(metric(m, 'tg_ingest_batch_events_count', { endpoint: 'server' })).toBeGreaterThanOrEqual(7);
+    expect(metric(m, 'tg_ingest_batch_events_count', { endpoint: 'bot_api' })).toBeGreaterThanOrEqual(7);
     expect(metric(m, 'tg_ingest_commit_rows_count', { path: 'copy' })).toBeGreaterThanOrEqual(1);
     expect(metric(m, 'tg_ingest_commit_rows_count', { path: 'staging' })).toBeGreaterThanOrEqual(1);
     expect(metric(m, 'tg_ingest_commit_duration_seconds_count', { path: 'copy' })).toBeGreaterThanOrEqual(1);
-    expect(metric(m, 'tg_ingest_db_errors_total', { kind: 'conflict' })).toBeGreaterThanOrEqual(1);
-    expect(metric(m, 'tg_ingest_rate_limited_total', { endpoint: 'server' })).toBeGreaterThanOrEqual(1);
+    // A redelivery is counted as such, not as a database error.
+    expect(metric(m, 'tg_ingest_commit_redeliveries_total')).toBeGreaterThanOrEqual(1);
+    expect(m).not.toContain('tg_ingest_db_errors_total{kind="conflict"}');
+    expect(metric(m, 'tg_ingest_rate_limited_total', { endpoint: 'bot_api' })).toBeGreaterThanOrEqual(1);
     expect(metric(m, 'tg_ingest_pool_queue_size')).toBe(0);
     expect(metric(m, 'tg_ingest_pool_utilization')).toBeGreaterThanOrEqual(0);
     expect(metric(m, 'tg_ingest_writer_pending_requests')).toBe(0);
-    expect(metric(m, 'tg_ingest_cache_requests', { cache: 'token', result: 'hit' })).toBeGreaterThanOrEqual(5);
-    expect(metric(m, 'tg_ingest_cache_requests', { cache: 'token', result: 'miss' })).toBeGreaterThanOrEqual(2);
-    expect(metric(m, 'tg_ingest_process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'hit' })).toBeGreaterThanOrEqual(5);
+    expect(metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' })).toBeGreaterThanOrEqual(2);
+    expect(m).toContain('# TYPE tg_ingest_cache_requests_total counter');
+    // Every counter is named _total; process and Node.js metrics carry their standard names.
+    for (const [, name] of m.matchAll(/^# TYPE (\S+) counter$/gm)) expect(name).toMatch(/_total$/);
+    expect(metric(m, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(metric(m, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(m).toContain('nodejs_eventloop_lag_seconds');
+    // A second scrape reports the same cumulative counts (the cache counter is not double-counted).
+    const again = (await call(`${srv.url}/metrics`)).text;
+    expect(metric(again, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' })).toBe(metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' }));
   });
 });
 

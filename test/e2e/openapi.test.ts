@@ -28,7 +28,7 @@ let doc: Json;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const env = { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, MAX_BODY_BYTES: String(MAX_BODY) };
+  const env = { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, MAX_BODY_BYTES: String(MAX_BODY), WEBAPP_MAX_BODY_BYTES: String(MAX_BODY), ADMIN_AUTH_FAILURES_PER_MIN: '100000' };
   srv = await startServer(db.url, { ...env, RATE_LIMIT_BURST: '100000' });
   limited = await startServer(db.url, { ...env, RATE_LIMIT_BURST: '1', RATE_LIMIT_PER_MIN: '1' });
   const r = await call(`${srv.url}/openapi.json`);

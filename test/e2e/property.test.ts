@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processServerBatch } from '../../src/pipeline/batch.js';
+import { processBotApiBatch } from '../../src/pipeline/batch.js';
 import { EVENT_COLUMNS } from '../../src/pipeline/copy-text.js';
 import { call, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -84,7 +84,7 @@ describe('random batches on endpoint B', () => {
         const events = materialize(raw as Record<string, unknown>[]);
         const body = JSON.stringify({ events });
         const res = await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': p.token }, body });
-        const oracle = processServerBatch(JSON.parse(body), { projectId: p.projectId, botId: p.botId, receivedAt: new Date().toISOString(), channel: 'bot_api' });
+        const oracle = processBotApiBatch(JSON.parse(body), { projectId: p.projectId, botId: p.botId, receivedAt: new Date().toISOString(), channel: 'bot_api' });
         seen.runs++;
         if (!oracle.ok) {
           seen.refused++;

@@ -3,8 +3,10 @@
 'use strict';
 
 const STORAGE_KEY = 'tg-ingest.adminToken';
+/** The project this tab had open last, so a reload or a new sign-in comes back to it. */
+const PROJECT_KEY = 'tg-ingest.projectId';
 const LIVE_MS = 3000;
-/** Usage and revenue hit the database, so they refresh every SLOW_EVERY live ticks rather than every tick. */
+/** The revenue report reads every payment of the project, so it comes every SLOW_EVERY rounds only. */
 const SLOW_EVERY = 10;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const MESSENGER_ID = /^[1-9][0-9]{0,18}$/;
@@ -15,9 +17,10 @@ const state = {
   bots: [],
   /** The bot whose token dialog is open. */
   dialogBot: null,
+  /** The refresh loop: its pending timeout, its round count, and its generation (see stopLive). */
   timer: null,
   ticks: 0,
-  liveBusy: false,
+  loop: 0,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -141,7 +144,11 @@ async function signIn(token) {
   state.projects = projects;
   renderProjects();
   const wanted = /^#project=([0-9a-f-]{36})$/i.exec(location.hash);
-  const initial = wanted && projects.find((p) => p.projectId === wanted[1].toLowerCase());
+  const remembered = sessionStorage.getItem(PROJECT_KEY);
+  const byId = (id) => (id ? projects.find((p) => p.projectId === id.toLowerCase()) : undefined);
+  // A link names a project on purpose; else the one this tab had open; a lone project needs no choosing.
+  const initial = byId(wanted && wanted[1]) ?? byId(remembered) ?? (projects.length === 1 ? projects[0] : undefined);
+  if (remembered !== null && !byId(remembered)) sessionStorage.removeItem(PROJECT_KEY);
   if (initial) selectProject(initial.projectId);
 }
 
@@ -253,6 +260,7 @@ function selectProject(projectId) {
   const p = state.projects.find((x) => x.projectId === projectId);
   if (!p) return;
   state.projectId = projectId;
+  sessionStorage.setItem(PROJECT_KEY, projectId);
   history.replaceState(null, '', `#project=${projectId}`);
   renderProjects();
   $('project').hidden = false;
@@ -289,14 +297,22 @@ async function loadUsage() {
   const projectId = state.projectId;
   try {
     const u = await api('GET', `/admin/projects/${projectId}/usage`);
-    if (projectId !== state.projectId) return;
-    $('usage').querySelector('[data-testid="usage-month"]').textContent = u.month;
-    $('usage').querySelector('[data-testid="usage-billed"]').textContent = fmt(u.eventsBilled);
-    $('usage').querySelector('[data-testid="usage-stored"]').textContent = fmt(u.eventsStored);
-    $('usage').querySelector('[data-testid="usage-allowance"]').textContent = allowanceText(u.eventAllowance);
+    if (projectId === state.projectId) renderUsage(u);
   } catch (err) {
     if (!isSignedOutError(err)) flash(`Usage: ${describe(err)}`, 'error');
   }
+}
+
+function renderUsage(u) {
+  const set = (id, text) => {
+    const dd = $('usage').querySelector(`[data-testid="${id}"]`);
+    dd.textContent = text;
+    return dd;
+  };
+  set('usage-month', u.month);
+  set('usage-billed', fmt(u.eventsBilled)).dataset.value = String(u.eventsBilled);
+  set('usage-stored', fmt(u.eventsStored)).dataset.value = String(u.eventsStored);
+  set('usage-allowance', allowanceText(u.eventAllowance));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,33 +564,45 @@ $('token-dialog').addEventListener('close', () => {
 // ---------------------------------------------------------------------------------------------
 // Live view, usage and revenue
 
+// One loop feeds the live view and the usage card together, so the two never tell different
+// moments. A round is scheduled only once the previous one has answered: a slow service gets no
+// pile of requests, and there is no second timer to drift.
 function startLive() {
   stopLive();
   state.ticks = 0;
-  tick();
-  state.timer = setInterval(tick, LIVE_MS);
+  if (!document.hidden && state.projectId !== null) tick(state.loop);
 }
 
+/** Bumping the generation also ends a round still waiting for its answers: it schedules no next one. */
 function stopLive() {
-  if (state.timer !== null) clearInterval(state.timer);
+  clearTimeout(state.timer);
   state.timer = null;
+  state.loop++;
 }
 
-function tick() {
-  if (document.hidden || state.projectId === null) return;
-  if (state.ticks % SLOW_EVERY === 0) {
-    loadUsage();
-    loadRevenue();
-  }
-  state.ticks++;
-  refreshLive();
+async function tick(loop) {
+  const projectId = state.projectId;
+  const slow = state.ticks++ % SLOW_EVERY === 0;
+  const [stats, usage] = await Promise.allSettled([
+    api('GET', `/admin/projects/${projectId}/stats`),
+    api('GET', `/admin/projects/${projectId}/usage`),
+    slow ? loadRevenue() : undefined,
+  ]);
+  if (loop !== state.loop) return;
+  if (stats.status === 'fulfilled') renderStats(stats.value);
+  if (usage.status === 'fulfilled') renderUsage(usage.value);
+  const failed = [stats, usage].find((r) => r.status === 'rejected');
+  if (failed && isSignedOutError(failed.reason)) return;
+  $('live-updated').textContent = failed ? `Not updated: ${describe(failed.reason)}` : `Updated ${new Date().toLocaleTimeString()}`;
+  // A project that is gone will not come back: asking every 3 s would only repeat the 404.
+  if (failed && failed.reason instanceof ApiError && failed.reason.status === 404) return;
+  state.timer = setTimeout(() => tick(loop), LIVE_MS);
 }
 
+// A hidden tab asks nothing; on its return the loop starts over at once (revenue included).
 document.addEventListener('visibilitychange', () => {
-  if (!document.hidden && state.timer !== null) {
-    state.ticks = 0;
-    tick();
-  }
+  if (document.hidden) stopLive();
+  else if (state.projectId !== null) startLive();
 });
 
 const STAT_KEYS = ['accepted', 'rejected', 'duplicated', 'storedNotBilled', 'redelivered'];
@@ -589,7 +617,11 @@ function resetLive() {
   $('live-since').textContent = '';
   $('revenue-body').replaceChildren();
   $('revenue-empty').hidden = false;
-  for (const id of ['usage-month', 'usage-billed', 'usage-stored', 'usage-allowance']) $('usage').querySelector(`[data-testid="${id}"]`).textContent = '–';
+  for (const id of ['usage-month', 'usage-billed', 'usage-stored', 'usage-allowance']) {
+    const dd = $('usage').querySelector(`[data-testid="${id}"]`);
+    dd.textContent = '–';
+    delete dd.dataset.value;
+  }
 }
 
 function setStat(key, value) {
@@ -598,25 +630,13 @@ function setStat(key, value) {
   dd.textContent = fmt(value);
 }
 
-async function refreshLive() {
-  if (state.liveBusy) return; // a slow answer must not pile requests up
-  state.liveBusy = true;
-  const projectId = state.projectId;
-  try {
-    const s = await api('GET', `/admin/projects/${projectId}/stats`);
-    if (projectId !== state.projectId) return;
-    for (const k of STAT_KEYS) setStat(k, s.totals[k] ?? 0);
-    $('live-since').textContent = `Totals since this instance started, ${fmtTime(s.since)}.`;
-    renderChart(s.minutes);
-    const diags = $('top-diagnostics');
-    diags.replaceChildren(...s.topDiagnostics.map((d) => el('li', { 'data-code': d.code }, el('code', {}, d.code), ' ', el('span', { class: 'count' }, fmt(d.count)))));
-    $('top-diagnostics-empty').hidden = s.topDiagnostics.length > 0;
-    $('live-updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
-  } catch (err) {
-    if (!isSignedOutError(err) && projectId === state.projectId) $('live-updated').textContent = `Not updated: ${describe(err)}`;
-  } finally {
-    state.liveBusy = false;
-  }
+function renderStats(s) {
+  for (const k of STAT_KEYS) setStat(k, s.totals[k] ?? 0);
+  $('live-since').textContent = `Totals since this instance started, ${fmtTime(s.since)}.`;
+  renderChart(s.minutes);
+  const diags = $('top-diagnostics');
+  diags.replaceChildren(...s.topDiagnostics.map((d) => el('li', { 'data-code': d.code }, el('code', {}, d.code), ' ', el('span', { class: 'count' }, fmt(d.count)))));
+  $('top-diagnostics-empty').hidden = s.topDiagnostics.length > 0;
 }
 
 /** Rounds a chart's top up to 1, 2 or 5 × 10^n so the scale does not jitter with every minute. */
@@ -665,13 +685,58 @@ function renderChart(minutes) {
   $('chart-end').textContent = minutes.length > 0 ? `${hhmm(minutes[minutes.length - 1].minute)} (now)` : '';
 }
 
+/** The messenger's Stars: not an ISO 4217 code, and counted in whole stars. */
+const STARS = 'XTR';
+/** Codes Intl has data for; it would otherwise format any well-formed code with 2 made-up decimals. */
+const KNOWN_CURRENCIES = typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
+
+/**
+ * A total in the currency's smallest units (a number, or a decimal string beyond 2^53) as money:
+ * 1999 USD is $19.99. The split into units and fraction is BigInt arithmetic, so a string loses no
+ * digit; Intl only lays the parts out. Stars, unknown and invalid codes read "1,999 XTR".
+ */
+function formatMoney(amount, currency) {
+  const valid = typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
+  if (!valid) return `${String(amount)} ${currency}`;
+  const minor = BigInt(amount);
+  const code = String(currency).toUpperCase();
+  const plain = () => `${new Intl.NumberFormat().format(minor)} ${currency}`;
+  if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return plain();
+  let nf, digits;
+  try {
+    nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: code });
+    digits = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits;
+  } catch {
+    return plain(); // a malformed code is a RangeError
+  }
+  const scale = 10n ** BigInt(digits);
+  const negative = minor < 0n;
+  const abs = negative ? -minor : minor;
+  const units = abs / scale;
+  const fraction = (abs % scale).toString().padStart(digits, '0');
+  // Intl formats the whole units exactly (BigInt at any size, -0 keeps the sign of -$0.05); the
+  // fraction it would print (always zeros) is replaced by the real digits, in the locale's numerals.
+  const digit = new Intl.NumberFormat(undefined, { useGrouping: false });
+  return nf
+    .formatToParts(negative ? (units === 0n ? -0 : -units) : units)
+    .map((part) => (part.type === 'fraction' ? [...fraction].map((d) => digit.format(Number(d))).join('') : part.value))
+    .join('');
+}
+
 async function loadRevenue() {
   const projectId = state.projectId;
   try {
     const rows = await api('GET', `/admin/projects/${projectId}/reports/revenue`);
     if (projectId !== state.projectId) return;
     $('revenue-body').replaceChildren(
-      ...rows.map((r) => el('tr', { 'data-testid': 'revenue-row', 'data-currency': r.currency }, el('td', { class: 'mono' }, r.currency), el('td', { class: 'num' }, fmt(r.totalAmount)))),
+      ...rows.map((r) =>
+        el(
+          'tr',
+          { 'data-testid': 'revenue-row', 'data-currency': r.currency },
+          el('td', { class: 'mono' }, r.currency),
+          el('td', { class: 'num', 'data-testid': 'revenue-total' }, formatMoney(r.totalAmount, r.currency)),
+        ),
+      ),
     );
     $('revenue-empty').hidden = rows.length > 0;
   } catch (err) {

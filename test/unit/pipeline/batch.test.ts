@@ -1,26 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import { processServerBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
+import { processBotApiBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
 
-const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const };
+const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const, messengerBotId: '99' };
 let n = 0;
 const id = () => `0b6f3a8e-5c1d-4e2a-9f7b-${String(++n).padStart(12, '0')}`;
 const ev = (over: Record<string, unknown> = {}) => ({ eventId: id(), eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42', ...over });
 
 function ok(body: unknown): BatchResult {
-  const r = processServerBatch(body, ctx);
+  const r = processBotApiBatch(body, ctx);
   if (!r.ok) throw new Error(`refused: ${JSON.stringify(r.refusal)}`);
   return r.batch;
 }
 
 function refusal(body: unknown) {
-  const r = processServerBatch(body, ctx);
+  const r = processBotApiBatch(body, ctx);
   if (r.ok) throw new Error('accepted');
   return r.refusal;
 }
 
 const rows = (b: BatchResult) => new TextDecoder().decode(b.rows).split('\n').filter((l) => l !== '');
 
-describe('processServerBatch: request-level refusals', () => {
+describe('processBotApiBatch: request-level refusals', () => {
   it.each([
     [[], 'invalid_body'], ['x', 'invalid_body'], [null, 'invalid_body'],
     [{}, 'events_invalid'], [{ events: {} }, 'events_invalid'], [{ events: [] }, 'events_invalid'],
@@ -45,7 +45,7 @@ describe('processServerBatch: request-level refusals', () => {
   });
 });
 
-describe('processServerBatch: counting', () => {
+describe('processBotApiBatch: counting', () => {
   it('accepted + rejected + duplicated = events; first occurrence wins', () => {
     const dup = id();
     const b = ok({ events: [ev({ eventId: dup }), ev({ eventId: dup.toUpperCase(), eventName: 'second' }), ev({ platformUserId: undefined }), ev({ eventId: 'nope' }), ev({ eventId: 'nope' })] });
@@ -68,7 +68,7 @@ describe('processServerBatch: counting', () => {
   });
 });
 
-describe('processServerBatch: rows', () => {
+describe('processBotApiBatch: rows', () => {
   it('encodes COPY text that escapes tabs, newlines and backslashes', () => {
     const b = ok({ events: [ev({ eventName: 'a\tb\nc\\d', text: 'line1\r\nline2', propsString: { k: 'v\\"\t' } })] });
     const [row] = rows(b);
@@ -88,7 +88,7 @@ describe('processServerBatch: rows', () => {
   });
 });
 
-describe('processServerBatch: profiles and bot', () => {
+describe('processBotApiBatch: profiles and bot', () => {
   it('upserts profiles, adds bare rows for every user seen, skips invalid items', () => {
     const b = ok({
       events: [ev({ platformUserId: '5' }), ev({ platformUserId: '6' })],
@@ -104,10 +104,24 @@ describe('processServerBatch: profiles and bot', () => {
   });
 
   it('reads the bot snapshot, or ignores an invalid one with a warning', () => {
-    expect(ok({ events: [ev()], bot: { messengerBotId: 99, name: 'B', description: 'd', starsAmount: 10 } }).bot).toEqual({ messengerBotId: '99', name: 'B', description: 'd', starsAmount: 10 });
+    const good = ok({ events: [ev()], bot: { messengerBotId: 99, name: 'B', description: 'd', starsAmount: 10 } });
+    expect(good.bot).toEqual({ name: 'B', description: 'd', starsAmount: 10 });
+    expect(good.diagnostics).toEqual([]);
+    expect(ok({ events: [ev()], bot: { name: 'B' } }).bot).toEqual({ name: 'B', description: null, starsAmount: null });
     const bad = ok({ events: [ev()], bot: { name: 5 } });
     expect(bad.bot).toBeNull();
     expect(bad.diagnostics[0]).toMatchObject({ code: 'bot_snapshot_invalid', path: 'bot' });
+  });
+
+  it("ignores a snapshot that names another bot's messenger id, with a warning, and keeps the events", () => {
+    const other = ok({ events: [ev(), ev()], bot: { messengerBotId: 12345, name: 'Squatter' } });
+    expect(other.bot).toBeNull();
+    expect(other.accepted).toBe(2);
+    expect(other.diagnostics).toEqual([expect.objectContaining({ event_id: null, code: 'bot_snapshot_mismatch', severity: 'warning', path: 'bot.messenger_bot_id' })]);
+    const unconfigured = processBotApiBatch({ events: [ev()], bot: { messengerBotId: 99 } }, { ...ctx, messengerBotId: null });
+    if (!unconfigured.ok) throw new Error('refused');
+    expect(unconfigured.batch.bot).toBeNull();
+    expect(unconfigured.batch.diagnostics.map((d) => d.code)).toEqual(['bot_snapshot_mismatch']);
   });
 });
 

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { DiagnosticSink } from '../../../src/pipeline/diagnostics.js';
-import { type Mode, normalizeEvent } from '../../../src/pipeline/event.js';
+import type { Endpoint } from '../../../src/endpoints.js';
+import { normalizeEvent } from '../../../src/pipeline/event.js';
 
 const ID = '0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b';
 const base = { eventId: ID, eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42' };
 
 const parse = (json: string | null) => (json === null ? null : JSON.parse(json));
 
-function run(over: Record<string, unknown>, mode: Mode = 'server') {
+function run(over: Record<string, unknown>, mode: Endpoint = 'bot_api') {
   const diag = new DiagnosticSink();
   const raw = normalizeEvent({ ...base, ...over }, ID, mode, diag);
   // Buckets are built as JSON text; compare them as objects.

@@ -1,5 +1,5 @@
 // One logical request: encode (gzip above a threshold), POST, and retry what the retry guidance
-// allows. The body is rebuilt for each attempt because endpoint A's initData may be refreshed.
+// allows. The body is rebuilt for each attempt because the webapp endpoint's initData may be refreshed.
 import { IngestError } from './errors.js';
 import { backoffMs, type Endpoint, isRetryable, parseRetryAfter, sleep } from './retry.js';
 import type { IngestResponse } from './types.js';

@@ -16,21 +16,24 @@ interface EventFields {
   propsBool?: Record<string, boolean>;
 }
 
-/** An event for endpoint B (`POST /tg`, from a bot's backend). */
-export interface ServerEventInput extends EventFields {
+/** An event for the bot_api endpoint (`POST /tg`, from a bot's backend). */
+export interface BotApiEventInput extends EventFields {
   /** The messenger user id as a digit string (not your internal id). */
   platformUserId: string;
   eventOrigin: 'platform' | 'custom';
   propsFloat?: Record<string, number>;
 }
 
-/** An event for endpoint A (`POST /tg/webapp`, from mini-app code): the user comes from initData. */
+/** @deprecated The former name of {@link BotApiEventInput}. */
+export type ServerEventInput = BotApiEventInput;
+
+/** An event for the webapp endpoint (`POST /tg/webapp`, from mini-app code): the user comes from initData. */
 export type WebAppEventInput = EventFields;
 
 /** An event as sent: id and date always present, so every retry carries the same ones. */
 export type Stamped<E> = Omit<E, 'eventId' | 'eventDate'> & { eventId: string; eventDate: string };
 
-/** A `users[]` item of endpoint B. */
+/** A `users[]` item of the bot_api endpoint. */
 export interface UserProfile {
   messengerUserId: number | string;
   username?: string;
@@ -40,7 +43,7 @@ export interface UserProfile {
   isPremium?: boolean;
 }
 
-/** The `bot` snapshot of endpoint B. */
+/** The `bot` snapshot of the bot_api endpoint. */
 export interface BotSnapshot {
   messengerBotId?: number | string;
   name?: string;
@@ -101,26 +104,53 @@ interface CommonOptions<E> {
   fetch?: typeof fetch;
   /** Events the server rejected (diagnostics of severity `error`), with their diagnostics. */
   onRejected?: (events: Stamped<E>[], diagnostics: Diagnostic[]) => void;
-  /** Events whose delivery failed finally: a status that must not be retried, retries exhausted, or a full queue. */
+  /**
+   * Events whose delivery failed: a status that must not be retried, retries exhausted, or a full queue.
+   * With `persist` (webapp endpoint), those that may still pass later (no answer, 408/429/5xx after
+   * the retries, expired initData) also stay stored and are sent again by the next client.
+   */
   onFailed?: (events: Stamped<E>[], error: Error) => void;
   /** Warnings (the events were repaired and stored); `events` are those the warnings name. */
   onWarnings?: (events: Stamped<E>[], diagnostics: Diagnostic[]) => void;
 }
 
-/** Endpoint B: a bot's backend with its per-bot token. Never put the token in client code. */
-export interface ServerClientOptions extends CommonOptions<ServerEventInput> {
+/** The bot_api endpoint: a bot's backend with its per-bot token. Never put the token in client code. */
+export interface BotApiClientOptions extends CommonOptions<BotApiEventInput> {
   apiKey: string;
 }
 
-/** Endpoint A: mini-app code, authenticated by the signed initData of the current session. */
+/** @deprecated The former name of {@link BotApiClientOptions}. */
+export type ServerClientOptions = BotApiClientOptions;
+
+/** Where the webapp client keeps unsettled events: `localStorage` by default, any object with these three methods otherwise. */
+export interface OutboxStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/** The webapp endpoint: mini-app code, authenticated by the signed initData of the current session. */
 export interface WebAppClientOptions extends CommonOptions<WebAppEventInput> {
   /** The service's bot id (UUID). */
   botId: string;
   /** initData as the mini-app SDK gives it; a function is called for every request, so it may refresh. */
   initData: string | (() => string);
+  /**
+   * Keeps every tracked event in `storage` (key `tg-ingest:outbox:<botId>`) until an answer settles
+   * it: a 202 that covers it, or a rejection. The next client for this bot and user (the next session,
+   * with its own initData) sends what is left first, with the same `eventId`s, so nothing is stored
+   * twice. Failures that may pass later stay stored; final ones are dropped once reported. At most
+   * `maxQueueEvents` events are kept. When the page is hidden or closed, the unsettled events are
+   * also handed to `navigator.sendBeacon` (with or without `persist`). Default: true when
+   * `localStorage` is usable. Storage is best effort: a write the browser refuses (quota, private
+   * mode) leaves the events in memory only.
+   */
+  persist?: boolean;
+  /** Replaces `localStorage` for `persist` (a test double, `sessionStorage`, a wrapper). */
+  storage?: OutboxStorage;
 }
 
-export type ClientOptions = ServerClientOptions | WebAppClientOptions;
+export type ClientOptions = BotApiClientOptions | WebAppClientOptions;
 
 /** What settled since the previous `flush()` resolved. */
 export interface FlushReport<E> {

@@ -1,12 +1,13 @@
-// Which answers are worth another attempt, and how long to wait before it (the README's retry guidance).
+// Which answers are worth another attempt, and how long to wait before it (the service's retry guidance).
 
-export type Endpoint = 'server' | 'webapp';
+/** The service's two ingestion endpoints: `bot_api` (`POST /tg`, a bot's backend) and `webapp` (`POST /tg/webapp`, mini-app code). */
+export type Endpoint = 'bot_api' | 'webapp';
 
 /** Status 0 stands for "no response" (network error or timeout): always retryable, the server dedups by eventId. */
 export function isRetryable(endpoint: Endpoint, status: number): boolean {
   if (status === 0 || status === 429) return true;
-  // B answers 503 for a transient outage and nothing else transient; its 500 means a bug, final.
-  if (endpoint === 'server') return status === 503;
+  // bot_api answers 503 for a transient outage and nothing else transient; its 500 means a bug, final.
+  if (endpoint === 'bot_api') return status === 503;
   return status === 408 || (status >= 500 && status <= 599);
 }
 
@@ -15,6 +16,8 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   if (value === null) return null;
   const v = value.trim();
   if (/^\d+$/.test(v)) return Number(v) * 1000;
+  // Every HTTP date format starts with the day's name; Date.parse alone would read "1.5" as a date.
+  if (!/^[A-Za-z]{3}/.test(v)) return null;
   const at = Date.parse(v);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }

@@ -1,14 +1,18 @@
 // Queue, batching and reporting. Events wait in a FIFO; a batch leaves when it is full, when the
 // oldest queued event has waited flushIntervalMs, or on flush()/close(). Every event ends up in
 // exactly one of: accepted, rejected, failed, and each of the last two reaches a callback or the
-// next flush() report.
+// next flush() report. On the webapp endpoint the outbox also holds every unsettled event, in
+// storage for the next session and for the beacons sent when the page is hidden or closed.
+import { beaconBodies, webappHead } from './beacon.js';
+import { type BeaconSender, beaconSender, browserStorage, watchPageHide } from './browser.js';
 import { deliver, type Outcome } from './deliver.js';
 import { IngestError } from './errors.js';
+import { idKey, initDataUser, mayPassLater, Outbox, outboxKey } from './outbox.js';
 import type { Endpoint } from './retry.js';
 import { send, type TransportConfig } from './transport.js';
 import type {
-  BotSnapshot, ClientOptions, Diagnostic, FlushReport, ServerClientOptions,
-  ServerEventInput, Stamped, UserProfile, WebAppClientOptions, WebAppEventInput,
+  BotApiClientOptions, BotApiEventInput, BotSnapshot, ClientOptions, Diagnostic, FlushReport,
+  Stamped, UserProfile, WebAppClientOptions, WebAppEventInput,
 } from './types.js';
 
 export const MAX_BATCH_EVENTS = 1000;
@@ -46,10 +50,15 @@ export class IngestClient<E extends object> {
   private report: FlushReport<E> = emptyReport();
   private users = new Map<string, UserProfile>();
   private bot: BotSnapshot | null = null;
+  /** webapp only. */
+  private readonly outbox: Outbox<E> | null = null;
+  private readonly unwatchPage: (() => void) | null = null;
+  /** The initData user, once known: a session does not change users. */
+  private knownUser: string | null = null;
 
   constructor(opts: ClientOptions) {
     this.opts = opts;
-    this.mode = 'apiKey' in opts ? 'server' : 'webapp';
+    this.mode = 'apiKey' in opts ? 'bot_api' : 'webapp';
     this.maxBatch = clamp(opts.maxBatchEvents ?? MAX_BATCH_EVENTS, 1, MAX_BATCH_EVENTS);
     this.flushIntervalMs = Math.max(0, opts.flushIntervalMs ?? 1000);
     this.maxQueue = Math.max(1, opts.maxQueueEvents ?? 100_000);
@@ -58,10 +67,10 @@ export class IngestClient<E extends object> {
     const fetchImpl = opts.fetch ?? ((input: Parameters<typeof fetch>[0], init?: RequestInit) => globalThis.fetch(input, init));
     this.transport = {
       endpoint: this.mode,
-      url: this.mode === 'server' ? `${base}/tg` : `${base}/tg/webapp`,
-      // text/plain on A spares a browser the CORS preflight (gzip bodies need one anyway).
-      headers: this.mode === 'server'
-        ? { 'Content-Type': 'application/json', 'X-API-Key': (opts as ServerClientOptions).apiKey }
+      url: this.mode === 'bot_api' ? `${base}/tg` : `${base}/tg/webapp`,
+      // text/plain on webapp spares a browser the CORS preflight (gzip bodies need one anyway).
+      headers: this.mode === 'bot_api'
+        ? { 'Content-Type': 'application/json', 'X-API-Key': (opts as BotApiClientOptions).apiKey }
         : { 'Content-Type': 'text/plain;charset=UTF-8' },
       fetch: fetchImpl,
       requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
@@ -70,6 +79,14 @@ export class IngestClient<E extends object> {
       retryBaseMs: opts.retryBaseMs ?? 250,
       retryMaxMs: opts.retryMaxMs ?? 30_000,
     };
+    if (this.mode === 'webapp') {
+      const o = opts as WebAppClientOptions;
+      const storage = o.persist === false ? null : o.storage ?? browserStorage();
+      this.outbox = new Outbox<E>(storage, outboxKey(o.botId), () => this.user());
+      const beacon = beaconSender();
+      if (beacon !== null) this.unwatchPage = watchPageHide(() => this.pageHidden(beacon));
+      this.restore();
+    }
   }
 
   /** Events queued or in flight. */
@@ -79,7 +96,8 @@ export class IngestClient<E extends object> {
 
   /**
    * Queues an event and returns it as it will be sent (with its eventId and eventDate). A closed
-   * client or a full queue reports the event to onFailed, or throws an IngestError without one.
+   * client, a full queue or an event JSON cannot encode reports the event to onFailed, or throws an
+   * IngestError without one.
    */
   track(event: E): Stamped<E> {
     const stamped = stamp(event);
@@ -87,29 +105,33 @@ export class IngestClient<E extends object> {
       ? new IngestError({ code: 'client_closed', message: 'track() after close(); the event was not queued' })
       : this.pending >= this.maxQueue
         ? new IngestError({ code: 'queue_full', message: `${this.pending} events are waiting (maxQueueEvents); the event was not queued` })
-        : null;
+        : unserializable(stamped);
     if (refusal !== null) {
       if (this.opts.onFailed === undefined) throw refusal;
       this.settle({ ...emptyOutcome<E>(), failed: [{ events: [stamped], error: refusal }] });
       return stamped;
+    }
+    if (this.outbox !== null) {
+      this.outbox.makeRoom(this.maxQueue - 1);
+      this.outbox.add(stamped);
     }
     this.queue.push({ seq: ++this.seq, event: stamped });
     this.pump();
     return stamped;
   }
 
-  /** Endpoint B: profiles to send with the next batch (later calls for the same user merge). */
+  /** bot_api endpoint: profiles to send with the next batch (later calls for the same user merge). */
   setProfile(...users: UserProfile[]): void {
-    this.requireServer('setProfile');
+    this.requireBotApi('setProfile');
     for (const u of users) {
       const id = String(u.messengerUserId);
       this.users.set(id, { ...this.users.get(id), ...u });
     }
   }
 
-  /** Endpoint B: a bot snapshot to send with the next batch. */
+  /** bot_api endpoint: a bot snapshot to send with the next batch. */
   setBot(bot: BotSnapshot): void {
-    this.requireServer('setBot');
+    this.requireBotApi('setBot');
     this.bot = { ...this.bot, ...bot };
   }
 
@@ -123,12 +145,44 @@ export class IngestClient<E extends object> {
     return done;
   }
 
-  /** Flushes, then refuses further events and stops the timer. */
+  /** Flushes, then refuses further events and stops the timer (and, in a browser, watching the page). */
   async close(): Promise<FlushReport<E>> {
     this.closed = true;
     const report = await this.flush();
     this.stopTimer();
+    this.unwatchPage?.();
+    this.outbox?.save();
     return report;
+  }
+
+  /** Stored events of an earlier session go first, and at once: they have waited long enough. */
+  private restore(): void {
+    const events = this.outbox!.load(this.maxQueue);
+    if (events.length === 0) return;
+    for (const event of events) this.queue.push({ seq: ++this.seq, event });
+    this.dueSeq = this.seq;
+    this.pump();
+  }
+
+  /**
+   * The page may never run again: hand what is unsettled to beacons. Their answers cannot be read,
+   * so the events stay held and stored, and a redelivery later is recognised by the server.
+   */
+  private pageHidden(sendBeacon: BeaconSender): void {
+    const outbox = this.outbox!;
+    outbox.save();
+    let initData: string;
+    try {
+      initData = this.initData();
+    } catch {
+      return;
+    }
+    const events = outbox.forBeacon(this.queue.map((q) => q.event));
+    const head = webappHead((this.opts as WebAppClientOptions).botId, initData);
+    for (const body of beaconBodies(head, events, (e) => JSON.stringify(e))) {
+      if (!sendBeacon(this.transport.url, body.json)) break;
+      outbox.markBeaconed(body.items);
+    }
   }
 
   private pump(): void {
@@ -160,6 +214,8 @@ export class IngestClient<E extends object> {
     }
     this.inFlight.delete(batch);
     this.inFlightEvents -= batch.size;
+    // Before the callbacks, which may track these events again.
+    if (this.outbox !== null) this.release(events, outcome);
     this.settle(outcome);
     this.pump();
     this.wake();
@@ -188,10 +244,39 @@ export class IngestClient<E extends object> {
     return outcome;
   }
 
+  /** The outbox lets go of what an answer settled; failures that may pass later stay stored for the next session. */
+  private release(events: Stamped<E>[], o: Outcome<E>): void {
+    const outbox = this.outbox!;
+    const keep = new Set<string>();
+    if (outbox.persists) {
+      for (const f of o.failed) {
+        if (mayPassLater(f.error)) for (const e of f.events) keep.add(idKey(e.eventId));
+      }
+    }
+    outbox.settle(events.filter((e) => !keep.has(idKey(e.eventId))));
+    outbox.keepFailed(events.filter((e) => keep.has(idKey(e.eventId))));
+  }
+
+  private initData(): string {
+    const o = this.opts as WebAppClientOptions;
+    return typeof o.initData === 'function' ? o.initData() : o.initData;
+  }
+
+  /** The user stored events belong to; read from initData until it names one (the SDK may not be ready at first). */
+  private user(): string | null {
+    if (this.knownUser === null) {
+      try {
+        this.knownUser = initDataUser(this.initData());
+      } catch {
+        // initData not available yet: ask again next time.
+      }
+    }
+    return this.knownUser;
+  }
+
   private body(events: Stamped<E>[], users: UserProfile[], bot: BotSnapshot | null): unknown {
     if (this.mode === 'webapp') {
-      const o = this.opts as WebAppClientOptions;
-      return { botId: o.botId, auth: { initData: typeof o.initData === 'function' ? o.initData() : o.initData }, events };
+      return { botId: (this.opts as WebAppClientOptions).botId, auth: { initData: this.initData() }, events };
     }
     return { events, ...(users.length > 0 ? { users } : {}), ...(bot !== null ? { bot } : {}) };
   }
@@ -255,17 +340,38 @@ export class IngestClient<E extends object> {
     this.timer = null;
   }
 
-  private requireServer(method: string): void {
-    if (this.mode !== 'server') throw new TypeError(`${method}() is for endpoint B (apiKey); endpoint A takes the profile from initData`);
+  private requireBotApi(method: string): void {
+    if (this.mode !== 'bot_api') throw new TypeError(`${method}() is for the bot_api endpoint (apiKey); the webapp endpoint takes the profile from initData`);
   }
 }
 
 function stamp<E extends object>(event: E): Stamped<E> {
   const e = event as { eventId?: unknown; eventDate?: unknown };
-  const eventId = typeof e.eventId === 'string' && e.eventId !== '' ? e.eventId : globalThis.crypto.randomUUID();
+  const eventId = typeof e.eventId === 'string' && e.eventId !== '' ? e.eventId : uuid();
   const eventDate = e.eventDate instanceof Date ? e.eventDate.toISOString() : typeof e.eventDate === 'string' ? e.eventDate : new Date().toISOString();
   // A copy, so a caller mutating its object cannot change what a retry resends.
   return { ...event, eventId, eventDate } as Stamped<E>;
+}
+
+/** An event JSON cannot carry (a BigInt, a cycle) would fail its whole batch, and every write of the outbox: it is refused alone. */
+function unserializable(event: object): IngestError | null {
+  try {
+    JSON.stringify(event);
+    return null;
+  } catch (cause) {
+    return new IngestError({ code: 'event_unserializable', message: `the event cannot be encoded as JSON (${String(cause)}); it was not queued`, cause });
+  }
+}
+
+/** crypto.randomUUID exists only in secure contexts (https, localhost); getRandomValues everywhere. */
+function uuid(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === 'function') return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 function clamp(n: number, lo: number, hi: number): number {
@@ -280,8 +386,8 @@ function emptyOutcome<E>(): Outcome<E> {
   return { accepted: 0, duplicated: 0, storedNotBilled: 0, requests: 0, retries: 0, rejected: [], failed: [], warnings: { events: [], diagnostics: [] } };
 }
 
-export function createClient(opts: ServerClientOptions): IngestClient<ServerEventInput>;
+export function createClient(opts: BotApiClientOptions): IngestClient<BotApiEventInput>;
 export function createClient(opts: WebAppClientOptions): IngestClient<WebAppEventInput>;
-export function createClient(opts: ClientOptions): IngestClient<ServerEventInput> | IngestClient<WebAppEventInput> {
+export function createClient(opts: ClientOptions): IngestClient<BotApiEventInput> | IngestClient<WebAppEventInput> {
   return new IngestClient(opts);
 }

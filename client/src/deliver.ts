@@ -33,7 +33,7 @@ export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<O
       out.failed.push({ events, error: r.error });
       return out;
     }
-    // B refuses the whole request for one malformed event: report that one, send the others.
+    // bot_api refuses the whole request for one malformed event: report that one, send the others.
     out.failed.push({ events: [events[bad]!], error: r.error });
     const rest = events.filter((_, i) => i !== bad);
     return rest.length === 0 ? out : merge(out, await deliver(rest, post));

@@ -5,7 +5,18 @@
 // by at most the last admitted batch. Near the limit a request waits for in-flight batches to settle
 // rather than being refused for events that may turn out to be redeliveries.
 import type { Sql } from '../db/connect.js';
-import { HttpError } from '../errors.js';
+import { readUsage } from '../db/usage.js';
+
+/**
+ * exhausted: the allowance is used up (final); unreadable: the plan could not be read; settling:
+ * the batches that may still free room did not settle in time (both worth a retry).
+ */
+export class QuotaRefusal extends Error {
+  constructor(readonly reason: 'exhausted' | 'unreadable' | 'settling') {
+    super(`quota: ${reason}`);
+    this.name = 'QuotaRefusal';
+  }
+}
 
 interface Plan {
   allowance: number | null;
@@ -45,10 +56,10 @@ export class Quota {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** 402 when the allowance is already used up; 503 when the plan cannot be read. */
+  /** Refuses when the allowance is already used up or the plan cannot be read. */
   async check(projectId: string): Promise<void> {
     const plan = await this.plan(projectId);
-    if (plan.allowance !== null && plan.billed >= plan.allowance) throw new HttpError('allowance_exhausted');
+    if (plan.allowance !== null && plan.billed >= plan.allowance) throw new QuotaRefusal('exhausted');
   }
 
   /** Reserves `events` for a write; waits while in-flight batches may still free room. */
@@ -57,13 +68,13 @@ export class Quota {
     for (;;) {
       const plan = await this.plan(projectId);
       if (plan.allowance === null) return NONE;
-      if (plan.billed >= plan.allowance) throw new HttpError('allowance_exhausted');
+      if (plan.billed >= plan.allowance) throw new QuotaRefusal('exhausted');
       if (plan.billed + plan.reserved < plan.allowance) {
         plan.reserved += events;
         return { projectId, events };
       }
       const left = deadline - this.now();
-      if (left <= 0) throw new HttpError('unavailable', 'Events near the end of the allowance are still being committed; retry shortly.', undefined, 1);
+      if (left <= 0) throw new QuotaRefusal('settling');
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
         function done() {
@@ -122,22 +133,15 @@ export class Quota {
 
   private async read(projectId: string): Promise<Plan> {
     const startedAt = this.now();
-    let rows: { event_allowance: string | null; billed: string; month: string }[];
+    let usage;
     try {
-      rows = await this.sql`
-        SELECT p.event_allowance, coalesce(l.events_billed, 0) AS billed,
-               to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM') AS month
-        FROM projects p
-        LEFT JOIN billing_usage l ON l.project_id = p.project_id
-          AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
-        WHERE p.project_id = ${projectId}`;
+      usage = await readUsage(this.sql, projectId);
     } catch {
-      throw new HttpError('unavailable', "The project's plan could not be read; retry shortly.", undefined, 2);
+      throw new QuotaRefusal('unreadable');
     }
-    const row = rows[0];
-    const allowance = row?.event_allowance == null ? null : Number(row.event_allowance);
-    const dbBilled = Number(row?.billed ?? 0);
-    const month = row?.month ?? currentMonth(startedAt);
+    const allowance = usage?.eventAllowance ?? null;
+    const dbBilled = usage?.eventsBilled ?? 0;
+    const month = usage?.month ?? currentMonth(startedAt);
     const known = this.plans.get(projectId);
     if (known !== undefined && known.month === month) {
       // Our own commits may postdate the snapshot; others' show up in it. Take the larger.

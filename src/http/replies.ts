@@ -1,0 +1,42 @@
+// The one place where failures become answers: HTTP refusals as they are, and the domain errors of
+// the pipeline (quota, worker pool, credential lookups, the writer) mapped to codes of the error table.
+import { LookupFailed } from '../auth/refreshing-cache.js';
+import { ERRORS, HttpError } from '../errors.js';
+import { PoolOverloaded } from '../ingest/pool.js';
+import { QuotaRefusal } from '../limits/quota.js';
+import { WriteError } from '../writer/sink.js';
+import type { Reply } from './server.js';
+
+/** The client went away before its body arrived: nobody reads the answer. */
+export class Aborted extends Error {}
+
+function toHttpError(err: unknown): HttpError | null {
+  if (err instanceof HttpError) return err;
+  if (err instanceof QuotaRefusal) {
+    switch (err.reason) {
+      case 'exhausted': return new HttpError('allowance_exhausted');
+      case 'unreadable': return new HttpError('unavailable', { message: "The project's plan could not be read; retry shortly.", retryAfterS: 2 });
+      case 'settling': return new HttpError('unavailable', { message: 'Events near the end of the allowance are still being committed; retry shortly.', retryAfterS: 1 });
+    }
+  }
+  if (err instanceof PoolOverloaded) return new HttpError('overloaded', { message: 'The service is overloaded; retry shortly.', retryAfterS: 1 });
+  if (err instanceof LookupFailed) return new HttpError('unavailable', { message: `The ${err.what} could not be checked right now; retry shortly.`, retryAfterS: 2 });
+  if (err instanceof WriteError) {
+    switch (err.kind) {
+      case 'internal': return new HttpError('internal', { message: 'The database refused these events; this is a bug in the service, please report it.' });
+      case 'overloaded': return new HttpError('overloaded', { message: 'Too many events are waiting for the database; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
+      case 'unavailable': return new HttpError('unavailable', { message: 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', retryAfterS: 1 });
+    }
+  }
+  return null;
+}
+
+export function replyFor(err: unknown): Reply {
+  if (err instanceof Aborted) return { status: 400, body: { error: 'bad_request', message: err.message } };
+  const e = toHttpError(err);
+  if (e === null) return { status: 500, body: { error: 'internal', message: ERRORS.internal.message } };
+  const headers: Record<string, string> = { ...e.headers };
+  if (e.retryAfterS !== undefined) headers['Retry-After'] = String(e.retryAfterS);
+  else if (e.status === 503 || e.status === 429) headers['Retry-After'] = '1';
+  return { status: e.status, body: e.body(), headers };
+}

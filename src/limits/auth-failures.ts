@@ -1,0 +1,33 @@
+// Failed authentications cost the service work (a database lookup for an unknown key or bot, an
+// Ed25519 check for forged initData), so they are limited: per client address and, for initData,
+// per bot. Only failures are charged; past the budget, attempts that would cost work again are
+// answered 429 at once, while anything answerable from memory (a cached credential, a verified
+// session) is served as before. Until the budget is spent every answer is exactly what it was.
+import { type BucketOptions, TokenBuckets } from './token-bucket.js';
+
+export interface AuthFailureOptions {
+  perAddress: BucketOptions;
+  perBot: BucketOptions;
+}
+
+export class AuthFailures {
+  private readonly addresses: TokenBuckets;
+  private readonly bots: TokenBuckets;
+
+  constructor(o: AuthFailureOptions) {
+    this.addresses = new TokenBuckets(o.perAddress);
+    this.bots = new TokenBuckets(o.perBot);
+  }
+
+  /** Seconds to wait before this address (and bot, when given) may try again; 0 when it may now. */
+  retryAfterS(address: string, botId?: string): number {
+    const a = this.addresses.peek(address);
+    const b = botId === undefined ? null : this.bots.peek(botId);
+    return Math.max(a.ok ? 0 : a.retryAfterS, b === null || b.ok ? 0 : b.retryAfterS);
+  }
+
+  failed(address: string, botId?: string): void {
+    this.addresses.take(address);
+    if (botId !== undefined) this.bots.take(botId);
+  }
+}

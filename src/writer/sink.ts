@@ -1,0 +1,55 @@
+// What the ingestion stage hands its rows to: a sink that commits them and says what was stored.
+// The group-commit writer is the real one; tests of the stages before it can use anything else.
+import type { ActionRef, BotSnapshot, UserSeen } from '../model.js';
+
+export interface WriteRequest {
+  projectId: string;
+  botId: string;
+  /** The billing connection: channel plus credential ("token:<id>", "webapp:<botId>"). */
+  connection: string;
+  receivedAt: string;
+  /** COPY text of complete rows (billed = t). */
+  rows: Uint8Array;
+  rowCount: number;
+  actions: ActionRef[];
+  /** Users seen in the events, without a profile. */
+  userIds: string[];
+  profiles: UserSeen[];
+  /** True when `profiles` come from verified initData and replace stored ones. */
+  authoritativeProfiles: boolean;
+  bot: BotSnapshot | null;
+}
+
+export interface WriteOutcome {
+  /** Rows this request added to `events`. */
+  stored: number;
+  billed: number;
+  /** Stored with billed = false: another connection reported the same action first. */
+  storedNotBilled: number;
+  /** Accepted events already stored by an earlier request: not stored or billed again. */
+  redelivered: number;
+}
+
+/**
+ * unavailable: the database could not confirm the commit (nothing is known to be stored; a retry is exact);
+ * internal: the database refused the rows (a bug); overloaded: refused before anything was sent.
+ */
+export type WriteFailure = 'unavailable' | 'internal' | 'overloaded';
+
+export class WriteError extends Error {
+  constructor(readonly kind: WriteFailure, message: string, override readonly cause?: unknown) {
+    super(message);
+    this.name = 'WriteError';
+  }
+}
+
+export interface EventSink {
+  /** Settles once the request's rows are committed (with what was stored), or with a WriteError. */
+  submit(req: WriteRequest): Promise<WriteOutcome>;
+  /** Resolves once everything submitted so far has settled. */
+  drain(): Promise<void>;
+  /** Drains, then releases the sink's connections. */
+  close(): Promise<void>;
+  /** Requests queued or committing. */
+  readonly pending: number;
+}
