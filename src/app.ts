@@ -7,6 +7,7 @@ import { BotResolver } from './auth/bots.js';
 import type { Config } from './config.js';
 import { connect, type Sql } from './db/connect.js';
 import { migrate, schemaReady } from './db/migrations.js';
+import { watchDatabase } from './db/watch.js';
 import { PATHS, routeGroup } from './endpoints.js';
 import { HttpError } from './errors.js';
 import { BodyBudget } from './http/body-budget.js';
@@ -61,6 +62,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   await waitForDatabase(sql, log);
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
+  const unwatch = watchDatabase(sql, log);
 
   const verifications = { hits: 0, misses: 0 };
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
@@ -197,6 +199,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     shutdown() {
       shuttingDown ??= (async () => {
         for (const s of servers) s.stopListening();
+        unwatch();
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
         await sink.close();

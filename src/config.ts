@@ -137,6 +137,13 @@ export function dataDir(env: Env = process.env): string {
   return resolve(raw(env, 'DATA_DIR') ?? './.data');
 }
 
+/** What the admin CLI reads: where the service keeps its files and how to reach it. */
+export function readCliEnv(env: Env = process.env) {
+  const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
+  const adminUrl = raw(env, 'ADMIN_URL') ?? null;
+  return { dataDir: dataDir(env), adminToken, adminUrl: adminUrl?.replace(/\/+$/, '') ?? null, port: integer(env, 'PORT', 8080, 0, 65535), databaseUrl: databaseUrl(env) };
+}
+
 function origins(env: Env): string[] {
   const v = raw(env, 'CORS_ALLOW_ORIGINS');
   if (v === undefined) return ['*'];

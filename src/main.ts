@@ -1,9 +1,34 @@
-// Entry point: configuration, database (embedded unless DATABASE_URL), the service, signals.
+// Entry point: configuration, DATA_DIR, the database (embedded unless DATABASE_URL), the service,
+// signals, and what a newcomer should do next.
 import { loadAdminToken } from './admin/admin-token.js';
 import { type App, startApp } from './app.js';
-import { ConfigError, readConfig } from './config.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+import { type Config, ConfigError, readConfig } from './config.js';
+import { type DataDirLock, lockDataDir, writeRuntime } from './data-dir.js';
+import { EmbeddedPostgres } from './db/embedded.js';
 import { createLogger } from './log.js';
+
+/** The address a local client uses to reach a listener bound to `host`. */
+function localUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${h}:${port}`;
+}
+
+/** Printed once the service answers: where to click, where the token is, what to type next. */
+function firstSteps(config: Readonly<Config>, adminUrl: string, tokenPath: string | null, embedded: boolean): string {
+  const defaultDir = config.dataDir === readConfig({}).dataDir;
+  const cli = `${defaultDir ? '' : `DATA_DIR=${config.dataDir} `}npm run admin --`;
+  return [
+    '',
+    `tg-ingest is ready.`,
+    `  admin page     ${adminUrl}/admin/`,
+    `  admin token    ${tokenPath === null ? 'the ADMIN_TOKEN you set' : `cat ${tokenPath}`}`,
+    `  first project  ${cli} project create "My shop"`,
+    `  all commands   ${cli} help`,
+    ...(embedded ? [`  database       psql "$(${cli.replace('npm run', 'npm run -s')} db)"`] : []),
+    `  API reference  docs/api.md (events, responses, diagnostics); ${adminUrl}/openapi.json`,
+    '',
+  ].join('\n');
+}
 
 async function main(): Promise<void> {
   let config;
@@ -18,6 +43,19 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
 
+  // DATA_DIR is this process's alone whenever it keeps state there (the embedded database, a
+  // generated admin token): a second instance on it would share, and stop, the first one's database.
+  const usesDataDir = config.databaseUrl === null || config.adminToken === null;
+  let lock: DataDirLock | null = null;
+  if (usesDataDir) {
+    try {
+      lock = lockDataDir(config.dataDir);
+    } catch (err) {
+      process.stderr.write(`tg-ingest: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
+  }
+
   let embedded: EmbeddedPostgres | null = null;
   let app: App | null = null;
   let stopping = false;
@@ -29,6 +67,7 @@ async function main(): Promise<void> {
     Promise.resolve(app?.shutdown())
       .then(() => embedded?.stop())
       .then(() => {
+        lock?.release();
         log.info('stopped');
         process.exit(0);
       })
@@ -42,8 +81,8 @@ async function main(): Promise<void> {
 
   let databaseUrl = config.databaseUrl;
   if (databaseUrl === null) {
-    embedded = await startEmbeddedPostgres({ dir: config.dataDir, log: (msg) => log.info(msg) });
-    databaseUrl = embedded.url;
+    embedded = await EmbeddedPostgres.start({ dir: config.dataDir, log: { info: (msg) => log.info(msg), error: (msg) => log.error(msg) } });
+    databaseUrl = embedded.serviceUrl;
   }
   const admin = loadAdminToken(config.adminToken, config.dataDir);
   if (admin.path !== null) log.info({ path: admin.path, created: admin.created }, `admin token is in ${admin.path}`);
@@ -54,7 +93,10 @@ async function main(): Promise<void> {
     await app.shutdown();
     return;
   }
-  log.info({ host: config.host, port: app.port, workers: config.workers, embeddedDatabase: embedded !== null }, `listening on http://${config.host}:${app.port}`);
+  const adminUrl = app.adminPort === null ? localUrl(config.host, app.port) : localUrl(config.adminHost!, app.adminPort);
+  if (lock !== null) writeRuntime(config.dataDir, { pid: process.pid, adminUrl });
+  log.info({ host: config.host, port: app.port, adminPort: app.adminPort, workers: config.workers, embeddedDatabase: embedded !== null }, `listening on http://${config.host}:${app.port}`);
+  if (log.isLevelEnabled('info')) process.stderr.write(firstSteps(config, adminUrl, admin.path, embedded !== null));
 }
 
 main().catch((err: unknown) => {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../src/db/embedded.js';
+import { EmbeddedPostgres } from '../src/db/embedded.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,8 +19,8 @@ export default async function setup(project: TestProject) {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), 'tg-ingest-test-'));
-  const pg = await startEmbeddedPostgres({ dir });
-  project.provide('databaseUrl', pg.url);
+  const pg = await EmbeddedPostgres.start({ dir });
+  project.provide('databaseUrl', pg.superuserUrl);
   return async () => {
     await pg.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { startEmbeddedPostgres } from '../../src/db/embedded.js';
+import { EmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrations.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -28,8 +28,8 @@ export async function postgres(): Promise<Postgres> {
   if (given) url = given;
   else {
     const dir = mkdtempSync(join(tmpdir(), 'tg-ingest-bench-'));
-    const pg = await startEmbeddedPostgres({ dir });
-    url = pg.url;
+    const pg = await EmbeddedPostgres.start({ dir });
+    url = pg.superuserUrl;
     stop = async () => {
       await pg.stop();
       rmSync(dir, { recursive: true, force: true });

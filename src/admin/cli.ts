@@ -1,8 +1,11 @@
 // `npm run admin -- <command>`: the admin API for a person at a terminal. Prints JSON.
-// The token comes from ADMIN_TOKEN or DATA_DIR/admin-token; the service from ADMIN_URL or
-// http://127.0.0.1:$PORT.
+// The token comes from ADMIN_TOKEN or DATA_DIR/admin-token; the service from ADMIN_URL, else the
+// running service's own note in DATA_DIR, else http://127.0.0.1:$PORT.
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join } from 'node:path';
+import { readCliEnv } from '../config.js';
+import { readRuntime } from '../data-dir.js';
+import { SERVICE_DATABASE, SERVICE_ROLE } from '../db/embedded.js';
 import { adminTokenPath } from './admin-token.js';
 
 const USAGE = `usage: npm run admin -- <command>
@@ -20,9 +23,11 @@ const USAGE = `usage: npm run admin -- <command>
   token create <botId>                        prints the token: it is shown this once
   token list <botId>
   token revoke <tokenId>
+  db                                          a psql-ready connection string for the embedded database
 
-environment: ADMIN_URL (default http://127.0.0.1:$PORT, PORT default 8080),
-             ADMIN_TOKEN (default: the contents of $DATA_DIR/admin-token, DATA_DIR default ./.data)`;
+The running service is found through DATA_DIR (default ./.data), where it notes its address.
+environment: ADMIN_URL (default: that address, else http://127.0.0.1:$PORT, PORT default 8080),
+             ADMIN_TOKEN (default: the contents of $DATA_DIR/admin-token), DATA_DIR`;
 
 class UsageError extends Error {}
 
@@ -104,12 +109,29 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
   }
 }
 
-function adminToken(): string {
-  const fromEnv = process.env.ADMIN_TOKEN?.trim();
-  if (fromEnv) return fromEnv;
-  const path = adminTokenPath(resolve(process.env.DATA_DIR?.trim() || './.data'));
-  if (!existsSync(path)) throw new UsageError(`no ADMIN_TOKEN and no ${path}: start the service once, or set ADMIN_TOKEN`);
+type CliEnv = ReturnType<typeof readCliEnv>;
+
+function adminToken(env: CliEnv): string {
+  if (env.adminToken !== null) return env.adminToken;
+  const path = adminTokenPath(env.dataDir);
+  if (!existsSync(path)) throw new UsageError(`no ADMIN_TOKEN and no ${path}: start the service once (make run), or set ADMIN_TOKEN (and DATA_DIR if the service uses another one)`);
   return readFileSync(path, 'utf8').trim();
+}
+
+function serviceUrl(env: CliEnv): string {
+  return env.adminUrl ?? readRuntime(env.dataDir)?.adminUrl ?? `http://127.0.0.1:${env.port}`;
+}
+
+/** The embedded database's connection string, as the service's role; or DATABASE_URL when the service uses that. */
+function databaseUrl(env: CliEnv): string {
+  if (env.databaseUrl !== null) return env.databaseUrl;
+  const cluster = join(env.dataDir, 'postgres');
+  const pidFile = join(cluster, 'postmaster.pid');
+  const passwordFile = join(env.dataDir, 'service-password');
+  if (!existsSync(pidFile) || !existsSync(passwordFile)) throw new UsageError(`no embedded PostgreSQL is running in ${cluster}: start the service (make run), or set DATA_DIR`);
+  const port = Number(readFileSync(pidFile, 'utf8').split('\n')[3]);
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  return `postgres://${SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/${SERVICE_DATABASE}`;
 }
 
 async function main(): Promise<number> {
@@ -118,11 +140,16 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  const env = readCliEnv();
   let request;
   let token;
   try {
+    if (argv[0] === 'db' && argv.length === 1) {
+      process.stdout.write(`${databaseUrl(env)}\n`);
+      return 0;
+    }
     request = plan(argv);
-    token = adminToken();
+    token = adminToken(env);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`${err.message}\n\n${USAGE}\n`);
@@ -130,7 +157,7 @@ async function main(): Promise<number> {
     }
     throw err;
   }
-  const base = process.env.ADMIN_URL?.trim() || `http://127.0.0.1:${process.env.PORT?.trim() || '8080'}`;
+  const base = serviceUrl(env);
   let res: Response;
   try {
     res = await fetch(`${base}${request.path}`, {

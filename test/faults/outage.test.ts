@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded.js';
+import { EmbeddedPostgres } from '../../src/db/embedded.js';
 import { call, provision } from '../helpers/api.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 import { Traffic } from './traffic.js';
@@ -16,8 +16,8 @@ let port: number;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tg-ingest-outage-'));
-  pg = await startEmbeddedPostgres({ dir });
-  port = Number(new URL(pg.url).port);
+  pg = await EmbeddedPostgres.start({ dir });
+  port = Number(new URL(pg.serviceUrl).port);
 });
 afterAll(async () => {
   await pg?.stop();
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 describe('database outage', () => {
   it('answers 503 with Retry-After while PostgreSQL is down and recovers by itself', async () => {
-    const srv: RunningServer = await startServer(pg.url, { RATE_LIMIT_BURST: '1000000', WRITE_TIMEOUT_MS: '3000', WORKERS: '1' });
+    const srv: RunningServer = await startServer(pg.serviceUrl, { RATE_LIMIT_BURST: '1000000', WRITE_TIMEOUT_MS: '3000', WORKERS: '1' });
     let sql: Sql | null = null;
     try {
       const p = await provision(srv.url);
@@ -48,7 +48,7 @@ describe('database outage', () => {
       const refused = (traffic.statuses.get('503') ?? 0) - (statusesBefore.get('503') ?? 0);
       expect(refused).toBeGreaterThan(0);
 
-      pg = await startEmbeddedPostgres({ dir, port });
+      pg = await EmbeddedPostgres.start({ dir, port });
       const upAt = Date.now();
       // Recovery without a restart: acknowledgements resume.
       const ackedAtRestart = traffic.acked.size;
@@ -60,7 +60,7 @@ describe('database outage', () => {
         throw new Error(`${err.message}; server:\n${srv.output.slice(-40).join('\n')}\nPostgreSQL:\n${pgLog}`);
       });
 
-      sql = connect(pg.url, { max: 1, name: 'test' });
+      sql = connect(pg.serviceUrl, { max: 1, name: 'test' });
       const rows = await sql<{ event_id: string; n: number }[]>`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY event_id`;
       const stored = new Map(rows.map((r) => [r.event_id, r.n]));
       expect([...traffic.acked].filter((id) => !stored.has(id))).toEqual([]);
@@ -69,6 +69,11 @@ describe('database outage', () => {
       const [ledger] = await sql<{ billed: string }[]>`SELECT events_billed AS billed FROM billing_usage WHERE project_id = ${p.projectId}`;
       expect(Number(ledger!.billed)).toBe(traffic.sent.size);
       expect(traffic.missingRetryAfter).toBe(0);
+      // Losing and regaining the database is said in the log, once each.
+      const said = () => srv.logs.map((l) => `${l.level} ${l.msg}`);
+      for (let i = 0; i < 50 && !said().some((l) => l.startsWith('30 database reachable again')); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(said().filter((l) => l.startsWith('50 database unreachable'))).toHaveLength(1);
+      expect(said().filter((l) => l.startsWith('30 database reachable again'))).toHaveLength(1);
       // Bounded: no request waited much past the write timeout while the database was gone.
       expect(traffic.maxLatencyMs).toBeLessThan(8000);
       console.log(`outage of ${upAt - downAt} ms: ${refused} requests answered 503, longest request ${Math.round(traffic.maxLatencyMs)} ms, ${traffic.acked.size} events stored once each`);

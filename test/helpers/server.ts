@@ -33,11 +33,18 @@ async function waitHealthy(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<RunningServer> {
+export interface StartOptions {
+  /** Another build of the service (default: this checkout's dist/src/main.js). */
+  main?: string;
+  cwd?: string;
+}
+
+export async function startServer(databaseUrl: string, env: Record<string, string> = {}, opts: StartOptions = {}): Promise<RunningServer> {
   // Above info the "listening" line is not logged: then the port must be given, and /healthz tells.
   const quiet = ['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL ?? '');
   if (quiet && (env.PORT === undefined || env.PORT === '0')) env = { ...env, PORT: String(await freePort()) };
-  const proc = spawn(process.execPath, [MAIN], {
+  const proc = spawn(process.execPath, [opts.main ?? MAIN], {
+    cwd: opts.cwd,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
