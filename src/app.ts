@@ -96,8 +96,8 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     verifyConcurrency: Math.max(1, config.workers - 1),
     verifyQueueMax: config.initDataVerifyQueue,
   });
-  const tokens = new TokenResolver(sql, config.authCacheTtlMs);
-  const bots = new BotResolver(sql, config.authCacheTtlMs);
+  const tokens = new TokenResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
+  const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
   const stats = new IngestStats();
   const authFailures = new AuthFailures({

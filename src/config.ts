@@ -52,6 +52,8 @@ export interface Config {
   dbPoolSize: number;
   /** How long cached tokens, bots and plans are trusted before they are re-read. */
   authCacheTtlMs: number;
+  /** Known tokens and bots kept in memory (unknown ones have a small cache of their own). */
+  authCacheMaxEntries: number;
   /** A request waiting that long for a writer connection, or a commit not settled by then, is answered 503. */
   writeTimeoutMs: number;
   /** Rows held by the writer (queued or committing); a request that would exceed it gets 503. */
@@ -199,6 +201,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     dbWriterConnections: integer(env, 'DB_WRITER_CONNECTIONS', 4, 1, 64),
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 4, 1, 100),
     authCacheTtlMs: integer(env, 'AUTH_CACHE_TTL_MS', 2000, 0, 60_000),
+    authCacheMaxEntries: integer(env, 'AUTH_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
     writeTimeoutMs: integer(env, 'WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
     writerMaxQueuedRows: integer(env, 'WRITER_MAX_QUEUED_ROWS', 200_000, 1000, 100_000_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),

@@ -33,8 +33,8 @@ export function isTokenShaped(token: string): boolean {
 export class TokenResolver {
   private readonly cache: RefreshingCache<TokenInfo>;
 
-  constructor(private readonly sql: Sql, ttlMs: number) {
-    this.cache = new RefreshingCache((key) => this.load(key), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: 100_000, negativeMax: 10_000 });
+  constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
+    this.cache = new RefreshingCache((key) => this.load(key), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
   }
 
   get stats() {

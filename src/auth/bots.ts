@@ -12,8 +12,8 @@ export interface BotInfo {
 export class BotResolver {
   private readonly cache: RefreshingCache<BotInfo>;
 
-  constructor(private readonly sql: Sql, ttlMs: number) {
-    this.cache = new RefreshingCache((id) => this.load(id), { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: 100_000, negativeMax: 10_000 });
+  constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
+    this.cache = new RefreshingCache((id) => this.load(id), { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
   }
 
   get stats() {

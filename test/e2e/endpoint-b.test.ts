@@ -53,11 +53,14 @@ describe('endpoint B: success', () => {
     expect(n).toBe(200);
   });
 
-  it('accepts version "1" and ignores unknown fields and a smuggled project or bot id', async () => {
+  it('accepts version "1", drops unknown event fields with a warning and ignores a smuggled project or bot id', async () => {
     const other = await provision(srv.url);
     const e = serverEvent({ projectId: other.projectId, botId: other.botId, extra: { nested: true } });
     const r = await postB(srv.url, p.token, { version: '1', events: [e], projectId: other.projectId, botId: other.botId });
     expect(r.status).toBe(202);
+    expect(r.body.diagnostics.map((d: { code: string; path: string; severity: string }) => [d.code, d.path, d.severity])).toEqual([
+      ['field_unknown', 'projectId', 'warning'], ['field_unknown', 'botId', 'warning'], ['field_unknown', 'extra', 'warning'],
+    ]);
     const [row] = await stored(e.eventId);
     expect(row).toMatchObject({ project_id: p.projectId, bot_id: p.botId });
   });
@@ -279,6 +282,26 @@ describe('endpoint B: redelivery and billing', () => {
     expect((await postB(srv.url, second, { events: [msg(), serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
     expect((await postB(srv.url, own.token, { events: [serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
     expect((await postB(srv.url, second, { events: [serverEvent({ eventOrigin: 'custom', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(0);
+  });
+
+  it('cannot be dodged: one free report per action and connection, every further one is billed', async () => {
+    const own = await provision(srv.url, { eventAllowance: 100 });
+    const second = (await admin(srv.url, 'POST', `/admin/bots/${own.botId}/tokens`)).body.token as string;
+    const update = () => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 987654 } });
+    expect((await postB(srv.url, own.token, { events: [update()] })).body.stored_not_billed).toBe(0);
+    // 40 new eventIds repeating the action on another connection: the first is free, 39 are billed.
+    const first = await postB(srv.url, second, { events: Array.from({ length: 20 }, update) });
+    expect(first.body).toMatchObject({ accepted: 20, stored_not_billed: 1 });
+    const later = await postB(srv.url, second, { events: Array.from({ length: 20 }, update) });
+    expect(later.body).toMatchObject({ accepted: 20, stored_not_billed: 0 });
+    const usage = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body;
+    expect(usage).toMatchObject({ eventsStored: 41, eventsBilled: 40 });
+    // So the allowance is reached as for any other events.
+    expect((await postB(srv.url, second, { events: Array.from({ length: 60 }, update) })).status).toBe(202);
+    const refused = await postB(srv.url, second, { events: [update()] });
+    expect(refused.status).toBe(402);
+    const [{ billed, free }] = await db.sql`SELECT count(*) FILTER (WHERE billed)::int AS billed, count(*) FILTER (WHERE NOT billed)::int AS free FROM events WHERE project_id = ${own.projectId}`;
+    expect({ billed, free }).toEqual({ billed: 100, free: 1 });
   });
 
   it('two connections reporting one action in the same moment bill it once', async () => {

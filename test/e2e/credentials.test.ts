@@ -1,0 +1,134 @@
+// Credential floods cost almost nothing and evict nothing: keys of the wrong shape never reach the
+// database, unknown keys and bot ids are remembered apart from known ones, and failed
+// authentications are limited per client address (and, for initData, per bot), while every answer
+// before the budget is spent stays what it was and cached credentials are always served.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type Res, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { makeInitData, newSigner } from '../helpers/initdata.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+const signer = newSigner();
+const forger = newSigner();
+let db: TestDatabase;
+let srv: RunningServer;
+let p: Provisioned;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, {
+    INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+    TRUST_PROXY: '1',
+    AUTH_CACHE_TTL_MS: '60000',
+    AUTH_CACHE_MAX_ENTRIES: '2',
+    AUTH_FAILURE_BURST: '5',
+    AUTH_FAILURE_REFILL_PER_S: '0.001',
+    INITDATA_FAILURE_BURST_PER_BOT: '8',
+    INITDATA_FAILURE_REFILL_PER_S_PER_BOT: '0.001',
+    RATE_LIMIT_BURST: '100000',
+  });
+  p = await provision(srv.url);
+});
+afterAll(async () => {
+  await srv?.stop();
+  await db?.drop();
+});
+
+let nextAddress = 1;
+/** A client address of its own, as the trusted proxy forwards it. */
+const address = () => `10.${(nextAddress >> 16) & 255}.${(nextAddress >> 8) & 255}.${nextAddress++ & 255}`;
+const randomToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
+const postB = (token: string, from: string): Promise<Res> =>
+  call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': token, 'x-forwarded-for': `203.0.113.9, ${from}` }, body: { events: [serverEvent()] } });
+const postA = (botId: string, initData: string, from: string): Promise<Res> =>
+  call(`${srv.url}/tg/webapp`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { botId, auth: { initData }, events: [{ eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' }] } });
+
+/** While the token table is away, anything that still answers did not ask the database. */
+async function withoutTokenTable<T>(fn: () => Promise<T>): Promise<T> {
+  await db.sql`ALTER TABLE api_tokens RENAME TO api_tokens_away`;
+  try {
+    return await fn();
+  } finally {
+    await db.sql`ALTER TABLE api_tokens_away RENAME TO api_tokens`;
+  }
+}
+
+describe('bot_api keys', () => {
+  it('refuses a key of the wrong shape without a query, and remembers an unknown one without another', async () => {
+    const unknown = randomToken();
+    expect((await postB(unknown, address())).status).toBe(401);
+    await withoutTokenTable(async () => {
+      for (const bad of ['tgk_short', `tgk_${'a'.repeat(44)}`, 'Bearer xyz', `tgk_${randomBytes(32).toString('base64')}`]) {
+        const r = await postB(bad, address());
+        expect([r.status, r.body.error]).toEqual([401, 'api_key_invalid']);
+      }
+      const again = await postB(unknown, address());
+      expect([again.status, again.body.error]).toEqual([401, 'api_key_invalid']);
+      // A key that has to be looked up cannot be while the table is away: proof that the others were not.
+      const fresh = await postB(randomToken(), address());
+      expect([fresh.status, fresh.body.error]).toEqual([503, 'unavailable']);
+    });
+  });
+
+  it('a flood of unknown keys evicts no known one', async () => {
+    expect((await postB(p.token, address())).status).toBe(202);
+    // The cache of known credentials holds 2 here; 40 unknown keys pass through their own.
+    for (let i = 0; i < 40; i++) expect((await postB(randomToken(), address())).status).toBe(401);
+    await withoutTokenTable(async () => {
+      expect((await postB(p.token, address())).status).toBe(202);
+    });
+  });
+
+  it('limits failed lookups per client address; until then every answer is a 401, and a known key is always served', async () => {
+    const from = address();
+    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), from)).status).toBe(401);
+    const limited = await postB(randomToken(), from);
+    expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // What costs nothing is still answered as before: a known key, a key of the wrong shape.
+    expect((await postB(p.token, from)).status).toBe(202);
+    expect((await postB('tgk_short', from)).status).toBe(401);
+    // Another address has a budget of its own.
+    expect((await postB(randomToken(), address())).status).toBe(401);
+    const m = (await call(`${srv.url}/metrics`)).text;
+    expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
+  });
+});
+
+describe('webapp bot ids and initData', () => {
+  it('limits unknown bot ids per client address', async () => {
+    const from = address();
+    const initData = makeInitData(signer, { messengerBotId: p.messengerBotId });
+    expect((await postA(p.botId, initData, address())).status).toBe(202);
+    for (let i = 0; i < 5; i++) expect((await postA(randomUUID(), initData, from)).body.error).toBe('bot_unknown');
+    expect((await postA(randomUUID(), initData, from)).body.error).toBe('auth_rate_limited');
+    // A known bot with a session verified before costs nothing: served.
+    expect((await postA(p.botId, initData, from)).status).toBe(202);
+  });
+
+  it('limits forged initData per client address and per bot, and always serves a verified session', async () => {
+    const own = await provision(srv.url);
+    const user = { id: 5151, first_name: 'Real' };
+    const verified = makeInitData(signer, { messengerBotId: own.messengerBotId, user });
+    expect((await postA(own.botId, verified, address())).status).toBe(202);
+    const forged = () => makeInitData(forger, { messengerBotId: own.messengerBotId, user });
+
+    const from = address();
+    for (let i = 0; i < 5; i++) expect((await postA(own.botId, forged(), from)).body.error).toBe('initdata_signature_invalid');
+    const byAddress = await postA(own.botId, forged(), from);
+    expect([byAddress.status, byAddress.body.error]).toEqual([429, 'auth_rate_limited']);
+    expect((await postA(own.botId, verified, from)).status).toBe(202);
+
+    // Three more failures from fresh addresses spend the bot's budget of 8.
+    for (let i = 0; i < 3; i++) expect((await postA(own.botId, forged(), address())).body.error).toBe('initdata_signature_invalid');
+    const byBot = await postA(own.botId, forged(), address());
+    expect([byBot.status, byBot.body.error]).toEqual([429, 'auth_rate_limited']);
+    // A session verified before is served from any address; an unverified one waits like a forged one.
+    expect((await postA(own.botId, verified, address())).status).toBe(202);
+    expect((await postA(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6262 } }), address())).status).toBe(429);
+    // Other bots are untouched.
+    const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 7373 } });
+    expect((await postA(p.botId, initData, address())).status).toBe(202);
+  });
+});

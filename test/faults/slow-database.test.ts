@@ -1,0 +1,95 @@
+// A database that is alive but stuck (a lock held on `events` by another session): the writer holds
+// a bounded number of rows, answers everything else 503 at once, cancels commits that outlive
+// WRITE_TIMEOUT_MS, and every answer tells the truth: a 202's rows are committed, a 503's are not.
+// Service resumes when the lock goes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Sql } from '../../src/db/connect.js';
+import { call, postB, provision, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+let db: TestDatabase;
+let srv: RunningServer;
+let locker: Sql;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, { RATE_LIMIT_BURST: '1000000', WRITER_MAX_QUEUED_ROWS: '1000', WRITE_TIMEOUT_MS: '1500', DB_WRITER_CONNECTIONS: '2' });
+  locker = connect(db.url, { max: 1, name: 'test locker' });
+});
+afterAll(async () => {
+  await locker?.end();
+  await srv?.stop();
+  await db?.drop();
+});
+
+function metric(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
+}
+
+describe('a stuck database', () => {
+  it('bounds what the writer holds, answers 503 at once past it, and never lies about a commit', async () => {
+    const p = await provision(srv.url);
+    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+
+    const answers: { status: number; ids: string[]; ms: number; retryAfter: string | null; error?: string }[] = [];
+    let heldRows = 0;
+    let release: () => void = () => undefined;
+    const unlocked = new Promise<void>((r) => (release = r));
+    // The lock is held in a transaction of its own until released.
+    const lock = locker.begin(async (tx) => {
+      await tx`LOCK TABLE events IN ACCESS EXCLUSIVE MODE`;
+      await unlocked;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+
+    const until = Date.now() + 4000;
+    const client = async () => {
+      while (Date.now() < until) {
+        const events = Array.from({ length: 100 }, () => serverEvent());
+        const started = performance.now();
+        const r = await postB(srv.url, p.token, { events });
+        answers.push({ status: r.status, ids: events.map((e) => e.eventId), ms: performance.now() - started, retryAfter: r.headers.get('retry-after'), error: r.body?.error });
+        if (r.status !== 202) await new Promise((res) => setTimeout(res, 20));
+      }
+    };
+    const scraper = (async () => {
+      while (Date.now() < until) {
+        heldRows = Math.max(heldRows, metric((await call(`${srv.url}/metrics`)).text, 'tg_ingest_writer_queued_rows'));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await Promise.all([...Array.from({ length: 24 }, client), scraper]);
+    release();
+    await lock;
+
+    // Bounded: at most WRITER_MAX_QUEUED_ROWS held (plus the one request that found the writer empty).
+    expect(heldRows).toBeGreaterThan(0);
+    expect(heldRows).toBeLessThanOrEqual(1100);
+    const refused = answers.filter((a) => a.status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(answers.filter((a) => a.status !== 202 && a.status !== 503)).toEqual([]);
+    expect(refused.every((a) => a.retryAfter !== null)).toBe(true);
+    // Shed at once: most refusals came without waiting on the database.
+    expect(refused.filter((a) => a.error === 'overloaded' && a.ms < 500).length).toBeGreaterThan(0);
+    // Nobody waited for the lock without bound.
+    expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(8000);
+
+    // Service resumes, for a client that honours Retry-After.
+    const resumeBy = Date.now() + 5000;
+    let after = await postB(srv.url, p.token, { events: [serverEvent()] });
+    while (after.status === 503 && Date.now() < resumeBy) {
+      await new Promise((r) => setTimeout(r, Number(after.headers.get('retry-after')) * 1000));
+      after = await postB(srv.url, p.token, { events: [serverEvent()] });
+    }
+    expect(after.status).toBe(202);
+
+    // The truth of every answer.
+    const stored = new Set((await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`).map((r) => r.event_id));
+    for (const a of answers) {
+      const present = a.ids.filter((id) => stored.has(id)).length;
+      expect(present, `a ${a.status} (${a.error ?? ''}) after ${Math.round(a.ms)} ms`).toBe(a.status === 202 ? a.ids.length : 0);
+    }
+  }, 60_000);
+});
