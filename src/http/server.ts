@@ -134,8 +134,13 @@ export class HttpServer {
     // that announces 32 MiB and sends three bytes costs three bytes.
     let chunks: Buffer[] = [];
     let size = 0;
+    // A body refused before its end keeps streaming in. Up to the limit again it is read and
+    // dropped, so an honest client that sent too much reads its 413; past that, or when its length
+    // is unknown, the answer closes the connection.
+    let cut = false;
     const refuse = (err: HttpError) => {
       bodyDone = true;
+      cut = true;
       chunks = [];
       bodyReject(err);
     };
@@ -175,7 +180,7 @@ export class HttpServer {
       held = 0;
       if (this.inflight === 0) this.notifyDrained();
       if (aborted) return;
-      this.write(res, req, reply);
+      this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
       this.opts.onReply?.(req, reply, performance.now() - started);
     };
     let result: Promise<Reply> | Reply;
@@ -191,7 +196,7 @@ export class HttpServer {
     });
   }
 
-  private write(res: HttpResponse, req: Request, reply: Reply): void {
+  private write(res: HttpResponse, req: Request, reply: Reply, close: boolean): void {
     const text = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
     const body = typeof text === 'string' ? Buffer.from(text) : text;
     res.cork(() => {
@@ -203,7 +208,7 @@ export class HttpServer {
       if (base) for (const k in base) res.writeHeader(k, base[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       if (reply.status === 204) res.endWithoutBody(0, this.closing);
-      else if (this.closing) res.end(body, true);
+      else if (this.closing || close) res.end(body, true);
       else this.sendBody(res, body);
     });
   }

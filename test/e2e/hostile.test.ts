@@ -148,9 +148,14 @@ describe.each(['B', 'A'] as const)('endpoint %s', (ep) => {
     expect(r.body.error).toBe('unsupported_media_type');
   });
 
-  it('a body over MAX_BODY_BYTES → 413 before it is read', async () => {
-    const r = await send(ep, 'x'.repeat(33 * 1024 * 1024));
+  it('a body over the limit (MAX_BODY_BYTES on B, WEBAPP_MAX_BODY_BYTES on A) → 413 before it is read', async () => {
+    const limit = ep === 'B' ? 32 * 1024 * 1024 : 1024 * 1024;
+    const r = await send(ep, 'x'.repeat(limit + 1024 * 1024));
     expect(r.status).toBe(413);
+    expect(r.body.details).toEqual({ maxBytes: limit });
+    // Far past the limit, the connection is closed under the client rather than read to the end.
+    const huge = await send(ep, 'x'.repeat(3 * limit)).then((x) => x.status, (err: Error) => err.message);
+    expect([413, 'fetch failed']).toContain(huge);
     await healthy();
   });
 });

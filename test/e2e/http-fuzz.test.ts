@@ -46,7 +46,7 @@ function exchange(raw: Buffer, waitMs = 1500): Promise<number | null> {
   });
 }
 
-const PUBLIC_GETS = new Set(['/healthz', '/readyz', '/openapi.json', '/admin', '/admin/', '/admin/page/admin.js', '/admin/page/admin.css', '/admin/page/icon.svg']);
+const PUBLIC_GETS = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/admin', '/admin/', '/admin/page/admin.js', '/admin/page/admin.css', '/admin/page/icon.svg']);
 
 const BROKEN = ['%FF', '%', '%zz', '%E0%A4%A', '%00', '%C0%AF', '%%', '%2', '\u00ff', '\u0001', '..', '%2e%2e', '~', ' '];
 const segment = fc.oneof(
@@ -135,7 +135,7 @@ describe('the HTTP surface under generated hostile requests', () => {
     );
     // The generator reached the service's own answers, not only the HTTP parser's.
     console.log(`answers: ${JSON.stringify([...seen].sort())}`);
-    expect([...seen.keys()].filter((s) => s !== null && s >= 400 && s < 500).length).toBeGreaterThanOrEqual(6);
+    expect([...seen.keys()].filter((s) => s !== null && s >= 400 && s < 500).length).toBeGreaterThanOrEqual(4);
     expect(seen.get(null) ?? 0).toBeLessThan(150);
     const logs = srv.output.join('\n');
     expect(logs).not.toContain('"level":50');
