@@ -4,9 +4,10 @@
 import { ed25519Bench } from './ed25519.js';
 import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
 import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
+import { flood } from './floods.js';
 import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
 
-const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'b-small-scraped', 'a-small', 'ed25519', 'b-large-5m'] as const;
+const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-5m'] as const;
 type Name = (typeof ALL)[number];
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
@@ -110,6 +111,25 @@ async function main(): Promise<void> {
       }
     }
 
+    const floodRows: Row[] = [];
+    for (const kind of ['a-forged-flood', 'b-unknown-token-flood'] as const) {
+      if (!want(kind)) continue;
+      const db = await freshDatabase(pg.url);
+      try {
+        const f = await flood(kind, db, { ...o, connections: 64, floodConnections: 16 });
+        floodRows.push({
+          scenario: f.name, 'valid req/s alone': f.aloneReqPerS, 'valid req/s flooded': f.floodedReqPerS, kept: f.kept,
+          'valid non-2xx': f.validNon2xx, 'flood req/s': f.floodReqPerS, 'flood answers': Object.entries(f.floodStatuses).map(([s, n]) => `${s}: ${fmt(n)}`).join(', '),
+          'costly checks': f.costlyChecks, 'server cores': f.serverCores,
+        });
+        results.push({ name: `${kind}_kept`, value: f.kept, unit: 'ratio' });
+        results.push({ name: `${kind}_valid_non2xx`, value: f.validNon2xx, unit: 'requests' });
+        say(`${kind}: valid traffic kept ${(f.kept * 100).toFixed(0)}% (${fmt(f.aloneReqPerS)} → ${fmt(f.floodedReqPerS)} req/s) under ${fmt(f.floodReqPerS)} flood req/s`);
+      } finally {
+        await db.drop();
+      }
+    }
+
     if (want('b-large-5m')) {
       const db = await freshDatabase(pg.url);
       try {
@@ -139,6 +159,7 @@ async function main(): Promise<void> {
       ...out.slice(0, 2),
       '',
       table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows, Object.keys(figuresRow({ name: '', requestsPerS: 0, eventsPerS: 0, p50Ms: 0, p99Ms: 0, failed: 0, rowsPerCommit: 0, commitMs: 0, serverCores: 0, mainThreadCores: 0, postgresCores: 0, loadGeneratorCores: 0, machineCores: 0, peakRssMiB: 0, tableRowsBefore: 0, tableRowsAfter: 0 }, 1))),
+      floodRows.length > 0 ? table('Credential floods (valid traffic alone, then beside the flood; same service, same run)', floodRows) : '',
       edRows.length > 0 ? table('initData checks per second on one core (ed25519)', edRows) : '',
       resultLines(results),
     ].join('\n');

@@ -2,6 +2,7 @@
 // goes by digest, so a response time can never tell which prefix of a token matched.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Sql } from '../db/connect.js';
+import { batchLoader } from './batch-loader.js';
 import { RefreshingCache } from './refreshing-cache.js';
 
 export const TOKEN_PREFIX = 'tgk_';
@@ -34,7 +35,7 @@ export class TokenResolver {
   private readonly cache: RefreshingCache<TokenInfo>;
 
   constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
-    this.cache = new RefreshingCache((key) => this.load(key), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
+    this.cache = new RefreshingCache(batchLoader((keys) => this.load(keys)), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
   }
 
   get stats() {
@@ -62,11 +63,19 @@ export class TokenResolver {
     this.cache.deleteWhere((v) => v.botId === botId);
   }
 
-  private async load(token: string): Promise<TokenInfo | null> {
-    const [row] = await this.sql<{ token_id: string; bot_id: string; project_id: string | null; api_ingest: boolean; messenger_bot_id: string | null }[]>`
-      SELECT t.token_id, t.bot_id, b.project_id, b.api_ingest, b.messenger_bot_id
+  private async load(tokens: string[]): Promise<Map<string, TokenInfo>> {
+    // Digests travel as hex text: postgres.js has no array type for bytea.
+    const hashes = tokens.map((t) => hashToken(t).toString('hex'));
+    const rows = await this.sql<{ hash: string; token_id: string; bot_id: string; project_id: string | null; api_ingest: boolean; messenger_bot_id: string | null }[]>`
+      SELECT encode(t.token_hash, 'hex') AS hash, t.token_id, t.bot_id, b.project_id, b.api_ingest, b.messenger_bot_id
       FROM api_tokens t JOIN bots b USING (bot_id)
-      WHERE t.token_hash = ${hashToken(token)} AND t.revoked_at IS NULL`;
-    return row === undefined ? null : { tokenId: row.token_id, botId: row.bot_id, projectId: row.project_id, apiIngest: row.api_ingest, messengerBotId: row.messenger_bot_id };
+      WHERE t.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(${hashes}::text[]) AS h)) AND t.revoked_at IS NULL`;
+    const byHash = new Map(rows.map((r) => [r.hash, r]));
+    const found = new Map<string, TokenInfo>();
+    tokens.forEach((token, i) => {
+      const row = byHash.get(hashes[i]!);
+      if (row !== undefined) found.set(token, { tokenId: row.token_id, botId: row.bot_id, projectId: row.project_id, apiIngest: row.api_ingest, messengerBotId: row.messenger_bot_id });
+    });
+    return found;
   }
 }

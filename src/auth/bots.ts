@@ -1,5 +1,6 @@
 // The webapp endpoint's view of a bot, by the service bot id sent in the body.
 import type { Sql } from '../db/connect.js';
+import { batchLoader } from './batch-loader.js';
 import { RefreshingCache } from './refreshing-cache.js';
 
 export interface BotInfo {
@@ -13,7 +14,7 @@ export class BotResolver {
   private readonly cache: RefreshingCache<BotInfo>;
 
   constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
-    this.cache = new RefreshingCache((id) => this.load(id), { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
+    this.cache = new RefreshingCache(batchLoader((ids) => this.load(ids)), { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
   }
 
   get stats() {
@@ -34,9 +35,9 @@ export class BotResolver {
     this.cache.delete(botId);
   }
 
-  private async load(botId: string): Promise<BotInfo | null> {
-    const [row] = await this.sql<{ project_id: string | null; messenger_bot_id: string | null; mini_app_ingest: boolean }[]>`
-      SELECT project_id, messenger_bot_id, mini_app_ingest FROM bots WHERE bot_id = ${botId}`;
-    return row === undefined ? null : { botId, projectId: row.project_id, messengerBotId: row.messenger_bot_id, miniAppIngest: row.mini_app_ingest };
+  private async load(botIds: string[]): Promise<Map<string, BotInfo>> {
+    const rows = await this.sql<{ bot_id: string; project_id: string | null; messenger_bot_id: string | null; mini_app_ingest: boolean }[]>`
+      SELECT bot_id, project_id, messenger_bot_id, mini_app_ingest FROM bots WHERE bot_id = ANY(${botIds}::uuid[])`;
+    return new Map(rows.map((r) => [r.bot_id, { botId: r.bot_id, projectId: r.project_id, messengerBotId: r.messenger_bot_id, miniAppIngest: r.mini_app_ingest }]));
   }
 }
