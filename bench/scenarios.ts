@@ -3,8 +3,7 @@
 // same table by this process, the yardstick every service figure is divided by.
 import { processBotApiBatch } from '../src/pipeline/batch.js';
 import { COPY_EVENTS } from '../src/writer/statements.js';
-import { copyIn } from '../src/writer/copy-in.js';
-import { connect } from '../src/db/connect.js';
+import { WireConnection } from '../src/writer/wire.js';
 import { type Database, provision, scrape, type Service, startService, tableRows } from './lib/env.js';
 import { load, type LoadResult } from './lib/load.js';
 import { event, runTail, serverBatch, slotsIn, stamp, template } from './lib/payloads.js';
@@ -135,7 +134,8 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
     const text = Buffer.from(r.batch.rows);
     return { buf: text, slots: slotsIn(text, tail) };
   });
-  const conns = Array.from({ length: o.connections ?? 2 }, () => connect(db.url, { max: 1, name: 'bench ceiling' }));
+  // The writer's own client: the ceiling differs from the service only by what the service does.
+  const conns = await Promise.all(Array.from({ length: o.connections ?? 2 }, () => WireConnection.connect({ url: db.url, applicationName: 'bench ceiling', connectTimeoutMs: 5000 })));
   const before = await tableRows(db.sql);
   let counter = 0;
   let rows = 0;
@@ -144,12 +144,13 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
   const deadline = started + o.durationS * 1000;
   await Promise.all(conns.map(async (sql) => {
     while (performance.now() < deadline && (o.maxRows === undefined || rows < o.maxRows)) {
-      await copyIn(sql, COPY_EVENTS, stamp(copyTemplates[counter % copyTemplates.length]!, counter++));
+      const [r] = await sql.script([{ sql: COPY_EVENTS }, { copyData: stamp(copyTemplates[counter % copyTemplates.length]!, counter++) }]);
+      if (r!.error !== null) throw r!.error;
       rows += batchRows;
     }
   }));
   const seconds = (performance.now() - started) / 1000;
   const used = cpu.stop();
-  await Promise.all(conns.map((c) => c.end()));
+  for (const c of conns) c.close();
   return { rowsPerS: rows / seconds, rows, postgresCores: used.postgresCores, tableRowsBefore: before, tableRowsAfter: await tableRows(db.sql) };
 }

@@ -82,7 +82,6 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     batchMaxWaitMs: config.batchMaxWaitMs,
     writeTimeoutMs: config.writeTimeoutMs,
     maxQueuedRows: config.writerMaxQueuedRows,
-    cancelBackend: (pid) => sql`SELECT pg_cancel_backend(${pid})`,
     onCommit: (c) => metrics.commit(c.path, c.rows, c.ms / 1000),
     onRedelivery: () => metrics.redelivery(),
     onError: (err, kind) => {

@@ -161,6 +161,7 @@ export class EmbeddedPostgres {
     const serviceFile = join(dir, 'service-password');
     if (r.kind === 'user') chmodSync(dir, statSync(dir).mode | 0o055); // the postgres user must reach its cluster
     if (!existsSync(join(cluster, 'PG_VERSION'))) await initCluster(bin, r, cluster, superuserFile, log);
+    else await takeOwnership(r, cluster, log);
     if (!existsSync(serviceFile)) writeFileSync(serviceFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
     const passwords = { superuser: readFileSync(superuserFile, 'utf8').trim(), service: readFileSync(serviceFile, 'utf8').trim() };
     // A Unix socket in the cluster directory when its path fits the kernel's limit (107 bytes).
@@ -276,6 +277,14 @@ export class EmbeddedPostgres {
     for (let i = 0; i < 600 && pidAlive(this.pid); i++) await sleep(100);
     if (pidAlive(this.pid)) this.log.error(`embedded PostgreSQL (pid ${this.pid}) did not stop within 60 s`);
   }
+}
+
+/** A cluster made by another way of running (an earlier version ran it as `postgres`) is handed over. */
+async function takeOwnership(r: Runner, cluster: string, log: EmbeddedLog): Promise<void> {
+  const want = r.kind === 'user' ? r.uid : r.kind === 'userns' ? 0 : process.getuid?.();
+  if (want === undefined || statSync(cluster).uid === want) return;
+  log.info(`handing ${cluster} to uid ${want}, which runs PostgreSQL now`);
+  await run('chown', ['-R', r.kind === 'user' ? `${r.uid}:${r.gid}` : `${want}:${want}`, cluster]);
 }
 
 async function initCluster(bin: Binaries, r: Runner, cluster: string, passwordFile: string, log: EmbeddedLog): Promise<void> {

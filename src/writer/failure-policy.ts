@@ -9,6 +9,7 @@ export const RETRIES = 3;
 /** How long a failed database is left alone before the next batch tries it again. */
 export const DOWN_MS = 500;
 
+/** PgError, or anything else that failed: ConnectionLost, a refused connection, a timeout. */
 export function classify(err: unknown): Failure {
   const e = err as { code?: string; constraint_name?: string };
   const code = typeof e?.code === 'string' ? e.code : '';

@@ -10,11 +10,11 @@
 //
 // Dedup is optimistic: rows are COPied straight into `events`; only when that meets an existing
 // (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
-import { connect, type Sql } from '../db/connect.js';
 import { classify, DOWN_MS, RETRIES } from './failure-policy.js';
 import { type EventSink, WriteError, type WriteOutcome, type WriteRequest } from './sink.js';
-import { commitRequests, type Committed, type InFlight } from './transaction.js';
+import { commitRequests, type Committed } from './transaction.js';
 import { UserRows } from './users.js';
+import { WireConnection } from './wire.js';
 
 export interface CommitInfo {
   requests: number;
@@ -30,8 +30,6 @@ export interface WriterOptions {
   batchMaxWaitMs: number;
   writeTimeoutMs: number;
   maxQueuedRows: number;
-  /** Cancels the statement a backend is running (pg_cancel_backend over another connection). */
-  cancelBackend: (pid: number) => Promise<unknown>;
   onCommit?: (info: CommitInfo) => void;
   /** A batch met stored rows and was redone through staging: ordinary redelivery, not an error. */
   onRedelivery?: () => void;
@@ -47,7 +45,8 @@ interface Pending {
 
 interface Slot {
   id: number;
-  sql: Sql;
+  /** Opened before the slot's first batch and after a lost one. */
+  conn: WireConnection | null;
   busy: boolean;
 }
 
@@ -72,16 +71,15 @@ export class GroupCommitWriter implements EventSink {
   private readonly users = new UserRows();
 
   constructor(private readonly opts: WriterOptions) {
-    for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, sql: this.newSql(i), busy: false });
+    for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, conn: null, busy: false });
     this.sweeper = setInterval(() => this.expireWaiting(), Math.max(50, Math.min(1000, opts.writeTimeoutMs / 4)));
     this.sweeper.unref();
   }
 
-  private newSql(i: number): Sql {
-    // One max:1 client per connection: a COPY must never share a connection with queued queries.
-    // Custom plans: a generic plan knows nothing of the arrays the statements unnest and chose a
-    // sequential scan of events for the billing statement (measured: 50M rows read in 4 s).
-    return connect(this.opts.url, { max: 1, name: `tg-ingest writer ${i}`, settings: { plan_cache_mode: 'force_custom_plan' } });
+  private async connection(slot: Slot): Promise<WireConnection> {
+    if (slot.conn?.usable) return slot.conn;
+    slot.conn = await WireConnection.connect({ url: this.opts.url, applicationName: `tg-ingest writer ${slot.id}`, connectTimeoutMs: Math.min(5000, this.opts.writeTimeoutMs) });
+    return slot.conn;
   }
 
   get pending(): number {
@@ -119,7 +117,7 @@ export class GroupCommitWriter implements EventSink {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     clearInterval(this.sweeper);
-    await Promise.all(this.slots.map((s) => s.sql.end({ timeout: 5 })));
+    for (const s of this.slots) s.conn?.close();
   }
 
   /** Requests that waited too long for a connection get their answer now; nothing of them was sent. */
@@ -221,11 +219,14 @@ export class GroupCommitWriter implements EventSink {
   /**
    * The transaction, bounded by WRITE_TIMEOUT_MS. Past it the running statement is cancelled, which
    * rolls the transaction back unless it already committed, and the commit's real fate decides the
-   * answer. A statement never sent (no session yet) committed nothing.
+   * answer. A connection not even open yet committed nothing.
    */
   private async transaction(slot: Slot, requests: readonly WriteRequest[], staged: boolean): Promise<Committed> {
-    const inFlight: InFlight = { copy: null };
-    const work = commitRequests(slot.sql, requests, staged, slot.id, this.users, inFlight);
+    let conn: WireConnection | null = null;
+    const work = this.connection(slot).then((c) => {
+      conn = c;
+      return commitRequests(c, requests, staged, slot.id, this.users);
+    });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.opts.writeTimeoutMs);
@@ -236,11 +237,11 @@ export class GroupCommitWriter implements EventSink {
     } finally {
       clearTimeout(timer);
     }
-    const session = inFlight.copy?.session();
-    if (session !== undefined) await this.opts.cancelBackend(session.pid).catch(() => undefined);
+    const running = conn as WireConnection | null;
+    if (running !== null) await running.cancel().catch(() => undefined);
     const settled = await Promise.race([
       work.then((c) => ({ ok: true as const, c }), (err: unknown) => ({ ok: false as const, err })),
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), session === undefined ? 0 : CANCEL_SETTLE_MS)),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), running === null ? 0 : CANCEL_SETTLE_MS)),
     ]);
     // Whatever happens next, this connection may carry a late cancel or a half-done transaction.
     work.catch(() => undefined);
@@ -250,22 +251,20 @@ export class GroupCommitWriter implements EventSink {
   }
 
   /**
-   * A statement the database refused leaves a live connection in an aborted transaction: roll it
-   * back. Anything else may leave statements queued for postgres.js's silent reconnect, which would
-   * run them on a fresh session: that connection is dropped and replaced, with everything queued.
+   * A statement the database refused leaves the transaction open and failed: roll it back. A lost
+   * connection took its transaction with it; the next batch opens another.
    */
   private async afterFailure(slot: Slot, err: unknown): Promise<void> {
     if (err instanceof Timeout) return;
-    if (classify(err) !== 'unavailable') {
-      await slot.sql.unsafe('ROLLBACK').catch(() => undefined);
-      return;
+    if (classify(err) !== 'unavailable' && slot.conn?.usable) {
+      const rolledBack = await slot.conn.script([{ sql: 'ROLLBACK' }]).then(() => true, () => false);
+      if (rolledBack) return;
     }
     this.replaceConnection(slot);
   }
 
   private replaceConnection(slot: Slot): void {
-    const old = slot.sql;
-    slot.sql = this.newSql(slot.id);
-    void old.end({ timeout: 0 }).catch(() => undefined);
+    slot.conn?.close();
+    slot.conn = null;
   }
 }

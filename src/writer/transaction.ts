@@ -1,35 +1,34 @@
 // One group commit: a transaction on one writer connection that stores the rows of several
 // requests, settles their billing, writes user and bot rows, and says per request what was stored.
-import type { Sql } from '../db/connect.js';
+// The usual commit is a single round trip: BEGIN and COPY, the rows, then every statement after it
+// and COMMIT, all in one write.
 import { latestBots } from './bots.js';
-import { copyIn, type CopyIn, type Session, SessionLost, sameSession } from './copy-in.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
-import { BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, insertStaged, recordSightings, settleBilling, updateBots, upsertUsers } from './statements.js';
+import {
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, billingSql, insertStagedSql, ledgerSql, sightingsSql, type StoredCount, updateBotsSql, upsertUsersSql,
+} from './statements.js';
 import type { UserRows } from './users.js';
+import { PgError, type QueryResult, type WireConnection } from './wire.js';
 
 export interface Committed {
   outcomes: WriteOutcome[];
   rows: number;
 }
 
-/** Lets the caller see which session a transaction runs on while it runs (to cancel it). */
-export interface InFlight {
-  copy: CopyIn | null;
+/** The first error of a script's queries, or null. */
+function firstError(results: QueryResult[]): PgError | null {
+  for (const r of results) if (r.error !== null) return r.error;
+  return null;
 }
 
 /**
  * Runs the transaction. `staged`: the rows go through the connection's staging table and only those
- * not stored yet are inserted (after a plain COPY met stored rows).
+ * not stored yet are inserted (after a plain COPY met stored rows); that costs a second round trip,
+ * since what is billed depends on what was inserted. On any error the transaction is left open for
+ * the caller to roll back; the error thrown is the first the database reported.
  */
-export async function commitRequests(sql: Sql, batch: readonly WriteRequest[], staged: boolean, shard: number, users: UserRows, inFlight: InFlight): Promise<Committed> {
-  // Three round trips: BEGIN with the COPY statement; the rows; then billing, profiles and COMMIT
-  // together. postgres.js sends a query only when it is first awaited, so each later statement is
-  // created with execute(), in order: an `await` inside a helper would let COMMIT overtake it.
-  // Each must run in the COPY's session: postgres.js runs a statement queued across a reconnect on
-  // a new session, outside this transaction, so the billing statement checks and every result is.
+export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: number, users: UserRows): Promise<Committed> {
   const data = batch.length === 1 ? batch[0]!.rows : Buffer.concat(batch.map((r) => r.rows));
-  inFlight.copy = copyIn(sql, staged ? BEGIN_COPY_STAGING : BEGIN_COPY_EVENTS, data);
-  const session: Session = await inFlight.copy.done;
 
   let stored: number[];
   if (!staged) stored = batch.map((r) => r.rowCount);
@@ -40,31 +39,38 @@ export async function commitRequests(sql: Sql, batch: readonly WriteRequest[], s
       bounds.push(next);
       next += r.rowCount;
     }
+    const results = await conn.script([{ sql: BEGIN_COPY_STAGING }, { copyData: data }, { sql: insertStagedSql(bounds) }]);
+    const err = firstError(results);
+    if (err !== null) throw err;
     stored = batch.map(() => 0);
-    for (const c of await insertStaged(sql, bounds, session)) stored[c.req] = c.inserted;
+    for (const [req, inserted] of results[1]!.statements[0]!.rows) stored[Number(req)] = Number(inserted);
   }
 
   const claims = batch.flatMap((r, req) => r.actions.map((a) => ({ projectId: r.projectId, key: a.key, connection: r.connection, eventId: a.eventId, req })));
   const perProject = new Map<string, number>();
   batch.forEach((r, i) => perProject.set(r.projectId, (perProject.get(r.projectId) ?? 0) + stored[i]!));
-  const settled = settleBilling(sql, claims, [...perProject].map(([projectId, n]) => ({ projectId, stored: n })), shard, session);
-  const statements: Promise<unknown>[] = [settled];
+  const storedCounts: StoredCount[] = [...perProject].map(([projectId, n]) => ({ projectId, stored: n }));
+  // The billing statement comes first: its rows are the unbilled counts.
+  const statements = [claims.length > 0 ? billingSql(claims, storedCounts, shard) : ledgerSql(storedCounts, shard)];
   const userRows = users.select(batch);
-  if (userRows.sightings.ids.length > 0) statements.push(recordSightings(sql, userRows.sightings.projects, userRows.sightings.ids).execute());
-  if (userRows.partial.length > 0) statements.push(upsertUsers(sql, userRows.partial, false).execute());
-  if (userRows.authoritative.length > 0) statements.push(upsertUsers(sql, userRows.authoritative, true).execute());
+  if (userRows.sightings.ids.length > 0) statements.push(sightingsSql(userRows.sightings.projects, userRows.sightings.ids));
+  if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
+  if (userRows.authoritative.length > 0) statements.push(upsertUsersSql(userRows.authoritative, true));
   const bots = latestBots(batch);
-  if (bots.length > 0) statements.push(updateBots(sql, bots).execute());
-  // Pipelined: COMMIT only reports ROLLBACK if a statement before it failed, so check each.
-  const commit = sql.unsafe('COMMIT').execute();
-  const results = await Promise.allSettled([...statements, commit]);
-  const failed = results.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  // A COMMIT that ran on another session committed nothing of ours.
-  if (!sameSession((results[results.length - 1] as PromiseFulfilledResult<{ state: Session }>).value.state, session)) throw new SessionLost();
+  if (bots.length > 0) statements.push(updateBotsSql(bots));
+  statements.push('COMMIT');
+  const tail = { sql: statements.join(';\n') };
+
+  const results = staged ? await conn.script([tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, tail]);
+  const err = firstError(results);
+  if (err !== null) throw err;
+  const last = results[results.length - 1]!;
+  const commit = last.statements[last.statements.length - 1];
+  if (commit?.tag !== 'COMMIT' || last.status !== 'I') throw new PgError(`the transaction ended with ${commit?.tag ?? 'nothing'}`, 'XX000', undefined, undefined);
   users.committed(userRows);
 
-  const unbilled = await settled;
+  const unbilled = new Map<number, number>();
+  if (claims.length > 0) for (const [req, n] of last.statements[0]!.rows) unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
   const outcomes = batch.map((r, i) => {
     const n = unbilled.get(i) ?? 0;
     return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: r.rowCount - stored[i]! };

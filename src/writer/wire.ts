@@ -1,0 +1,390 @@
+// A lean PostgreSQL frontend for the writer's connections: one socket is one session, and a whole
+// group commit (BEGIN, COPY with its rows, the statements after it, COMMIT) leaves in one write
+// and comes back in one round trip. A general client cannot do that: it waits for the server's
+// CopyInResponse before it sends the rows, and queues the next statement until the COPY is done,
+// so a commit costs three round trips, each delayed by whatever else the event loop is doing.
+// Sending the rows ahead is safe: a server whose COPY failed ignores the CopyData and CopyDone that
+// follow, and the transaction is then aborted, so nothing after it commits.
+//
+// Only what the writer needs: simple queries (text results), COPY FROM STDIN, cleartext, MD5 and
+// SCRAM-SHA-256 authentication, TCP (no Nagle) or a Unix socket, TLS when the URL asks for it.
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+
+/** An ErrorResponse: `code` is the SQLSTATE. */
+export class PgError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly constraint_name: string | undefined,
+    readonly detail: string | undefined,
+  ) {
+    super(message);
+    this.name = 'PgError';
+  }
+}
+
+/** The socket failed, closed, or the server broke the protocol: the session is gone. */
+export class ConnectionLost extends Error {
+  readonly code = 'CONNECTION_LOST';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConnectionLost';
+  }
+}
+
+export type ScriptPart = { sql: string } | { copyData: Uint8Array };
+
+export interface StatementResult {
+  /** CommandComplete tag, e.g. "COPY 120", "INSERT 0 3", "COMMIT" or "ROLLBACK". */
+  tag: string;
+  rows: (string | null)[][];
+}
+
+export interface QueryResult {
+  statements: StatementResult[];
+  /** The error that ended this query's statements, if any (the rest of its text did not run). */
+  error: PgError | null;
+  /** Transaction status after it: I idle, T in a transaction, E in a failed transaction. */
+  status: 'I' | 'T' | 'E';
+}
+
+export interface WireOptions {
+  url: string;
+  applicationName: string;
+  connectTimeoutMs: number;
+}
+
+interface Target {
+  path?: string;
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  ssl: 'disable' | 'prefer' | 'require' | 'verify-full';
+}
+
+function parseUrl(url: string): Target {
+  const u = new URL(url);
+  const socketDir = u.searchParams.get('host');
+  const port = Number(u.port || 5432);
+  const mode = u.searchParams.get('sslmode') ?? u.searchParams.get('ssl');
+  const ssl = mode === 'require' || mode === 'true' ? 'require' : mode === 'verify-full' || mode === 'verify-ca' ? 'verify-full' : mode === 'prefer' ? 'prefer' : 'disable';
+  return {
+    ...(socketDir?.startsWith('/') ? { path: `${socketDir}/.s.PGSQL.${port}` } : {}),
+    host: decodeURIComponent(u.hostname) || '127.0.0.1',
+    port,
+    user: decodeURIComponent(u.username) || 'postgres',
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres',
+    ssl,
+  };
+}
+
+function message(type: string, body: Buffer): Buffer {
+  const head = Buffer.allocUnsafe(5);
+  head.write(type, 0, 'latin1');
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+}
+
+const cstr = (s: string) => Buffer.from(`${s}\0`, 'utf8');
+const COPY_DONE = message('c', Buffer.alloc(0));
+const COPY_CHUNK = 256 * 1024;
+
+function openSocket(t: Target, timeoutMs: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const sock = t.path !== undefined ? netConnect({ path: t.path }) : netConnect({ host: t.host, port: t.port, noDelay: true });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new ConnectionLost(`connecting to ${t.path ?? `${t.host}:${t.port}`} timed out`));
+    }, timeoutMs);
+    sock.once('connect', () => {
+      clearTimeout(timer);
+      sock.off('error', onError);
+      resolve(sock);
+    });
+    const onError = (err: Error) => {
+      clearTimeout(timer);
+      reject(new ConnectionLost(err.message));
+    };
+    sock.once('error', onError);
+  });
+}
+
+/** Asks for TLS (SSLRequest) and upgrades the socket when the server agrees. */
+function negotiateTls(sock: Socket, t: Target): Promise<Socket> {
+  if (t.ssl === 'disable' || t.path !== undefined) return Promise.resolve(sock);
+  return new Promise((resolve, reject) => {
+    const req = Buffer.alloc(8);
+    req.writeInt32BE(8, 0);
+    req.writeInt32BE(80877103, 4);
+    sock.once('data', (b) => {
+      if (b[0] === 0x53) {
+        const tls = tlsConnect({ socket: sock, servername: t.host, rejectUnauthorized: t.ssl === 'verify-full' });
+        tls.once('secureConnect', () => resolve(tls as unknown as Socket));
+        tls.once('error', (err) => reject(new ConnectionLost(err.message)));
+      } else if (t.ssl === 'require' || t.ssl === 'verify-full') reject(new ConnectionLost('the server refused TLS'));
+      else resolve(sock);
+    });
+    sock.write(req);
+  });
+}
+
+interface Pending {
+  result: QueryResult;
+  current: StatementResult;
+  resolve: (r: QueryResult) => void;
+  reject: (e: Error) => void;
+}
+
+export class WireConnection {
+  private buf: Buffer = Buffer.alloc(0);
+  private readonly pending: Pending[] = [];
+  private lost: ConnectionLost | null = null;
+  private startup: { resolve: () => void; reject: (e: Error) => void; password: string; user: string; scram?: { nonce: string; signature?: string } } | null = null;
+  pid = 0;
+  secret = 0;
+
+  private constructor(private readonly sock: Socket, private readonly target: Target) {
+    sock.on('data', (chunk: Buffer) => this.receive(chunk));
+    sock.on('error', (err) => this.fail(new ConnectionLost(err.message)));
+    sock.on('close', () => this.fail(new ConnectionLost('the database connection closed')));
+  }
+
+  static async connect(o: WireOptions): Promise<WireConnection> {
+    const target = parseUrl(o.url);
+    const sock = await negotiateTls(await openSocket(target, o.connectTimeoutMs), target);
+    const conn = new WireConnection(sock, target);
+    const params = ['user', target.user, 'database', target.database, 'application_name', o.applicationName, 'client_encoding', 'UTF8', 'standard_conforming_strings', 'on', 'DateStyle', 'ISO'];
+    const body = Buffer.concat([Buffer.from([0, 3, 0, 0]), ...params.map(cstr), Buffer.from([0])]);
+    const len = Buffer.allocUnsafe(4);
+    len.writeInt32BE(body.length + 4, 0);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(new ConnectionLost('the database did not finish the start-up in time'));
+      }, o.connectTimeoutMs);
+      conn.startup = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+        password: target.password,
+        user: target.user,
+      };
+      sock.write(Buffer.concat([len, body]));
+    });
+    return conn;
+  }
+
+  get usable(): boolean {
+    return this.lost === null && this.startup === null;
+  }
+
+  /**
+   * Sends every part in one write. Each `sql` part is a simple query (several statements allowed);
+   * a `copyData` part carries the rows of the COPY FROM STDIN that ends the `sql` part before it.
+   * Resolves with one result per `sql` part; rejects with ConnectionLost.
+   */
+  script(parts: ScriptPart[]): Promise<QueryResult[]> {
+    if (this.lost !== null) return Promise.reject(this.lost);
+    const out: Buffer[] = [];
+    const results: Promise<QueryResult>[] = [];
+    for (const part of parts) {
+      if ('sql' in part) {
+        out.push(message('Q', cstr(part.sql)));
+        results.push(new Promise((resolve, reject) => {
+          const result: QueryResult = { statements: [], error: null, status: 'I' };
+          this.pending.push({ result, current: { tag: '', rows: [] }, resolve, reject });
+        }));
+      } else {
+        const data = Buffer.from(part.copyData.buffer, part.copyData.byteOffset, part.copyData.byteLength);
+        for (let at = 0; at < data.length; at += COPY_CHUNK) out.push(message('d', data.subarray(at, at + COPY_CHUNK)));
+        out.push(COPY_DONE);
+      }
+    }
+    this.sock.cork();
+    for (const b of out) this.sock.write(b);
+    this.sock.uncork();
+    return Promise.all(results);
+  }
+
+  /** Cancels whatever the session is running, over a connection of its own. */
+  async cancel(timeoutMs = 2000): Promise<void> {
+    const sock = await openSocket(this.target, timeoutMs);
+    const req = Buffer.alloc(16);
+    req.writeInt32BE(16, 0);
+    req.writeInt32BE(80877102, 4);
+    req.writeInt32BE(this.pid, 8);
+    req.writeInt32BE(this.secret, 12);
+    await new Promise<void>((resolve) => {
+      sock.once('close', () => resolve());
+      sock.end(req);
+    });
+  }
+
+  close(): void {
+    if (this.lost === null && !this.sock.destroyed) {
+      try {
+        this.sock.end(message('X', Buffer.alloc(0)));
+      } catch {
+        // already closing
+      }
+    }
+    this.fail(new ConnectionLost('closed by the writer'));
+    setTimeout(() => this.sock.destroy(), 1000).unref();
+  }
+
+  private fail(err: ConnectionLost): void {
+    if (this.lost !== null) return;
+    this.lost = err;
+    this.startup?.reject(err);
+    this.startup = null;
+    for (const p of this.pending.splice(0)) p.reject(err);
+    this.sock.destroy();
+  }
+
+  private receive(chunk: Buffer): void {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    let at = 0;
+    while (this.buf.length - at >= 5) {
+      const len = this.buf.readInt32BE(at + 1);
+      if (this.buf.length - at < len + 1) break;
+      try {
+        this.handle(this.buf[at]!, this.buf.subarray(at + 5, at + 1 + len));
+      } catch (err) {
+        this.fail(new ConnectionLost(`protocol error: ${(err as Error).message}`));
+        return;
+      }
+      at += len + 1;
+    }
+    this.buf = at === this.buf.length ? Buffer.alloc(0) : this.buf.subarray(at);
+  }
+
+  private handle(type: number, body: Buffer): void {
+    switch (type) {
+      case 0x52: // R: authentication
+        return this.authenticate(body);
+      case 0x4b: // K: BackendKeyData
+        this.pid = body.readInt32BE(0);
+        this.secret = body.readInt32BE(4);
+        return;
+      case 0x5a: { // Z: ReadyForQuery
+        if (this.startup !== null) {
+          const s = this.startup;
+          this.startup = null;
+          s.resolve();
+          return;
+        }
+        const p = this.pending.shift();
+        if (p === undefined) throw new Error('ReadyForQuery without a query');
+        p.result.status = String.fromCharCode(body[0]!) as QueryResult['status'];
+        p.resolve(p.result);
+        return;
+      }
+      case 0x44: { // D: DataRow
+        const p = this.pending[0];
+        if (p === undefined) throw new Error('DataRow without a query');
+        const n = body.readInt16BE(0);
+        const row: (string | null)[] = [];
+        let at = 2;
+        for (let i = 0; i < n; i++) {
+          const len = body.readInt32BE(at);
+          at += 4;
+          if (len < 0) row.push(null);
+          else {
+            row.push(body.toString('utf8', at, at + len));
+            at += len;
+          }
+        }
+        p.current.rows.push(row);
+        return;
+      }
+      case 0x43: { // C: CommandComplete
+        const p = this.pending[0];
+        if (p === undefined) throw new Error('CommandComplete without a query');
+        p.current.tag = body.toString('utf8', 0, body.length - 1);
+        p.result.statements.push(p.current);
+        p.current = { tag: '', rows: [] };
+        return;
+      }
+      case 0x45: { // E: ErrorResponse
+        const err = this.parseError(body);
+        if (this.startup !== null) {
+          this.startup.reject(err);
+          this.startup = null;
+          this.sock.destroy();
+          return;
+        }
+        const p = this.pending[0];
+        if (p === undefined) throw err;
+        p.result.error ??= err;
+        return;
+      }
+      // T RowDescription, G CopyInResponse (the rows went ahead), I EmptyQueryResponse, N notice,
+      // S ParameterStatus, A notification, n NoData, 1/2/3 extended-protocol completions: nothing to do.
+      default:
+        return;
+    }
+  }
+
+  private parseError(body: Buffer): PgError {
+    const fields: Record<string, string> = {};
+    let at = 0;
+    while (at < body.length && body[at] !== 0) {
+      const code = String.fromCharCode(body[at]!);
+      const end = body.indexOf(0, at + 1);
+      fields[code] = body.toString('utf8', at + 1, end);
+      at = end + 1;
+    }
+    return new PgError(fields.M ?? 'database error', fields.C ?? '', fields.n, fields.D);
+  }
+
+  private authenticate(body: Buffer): void {
+    const s = this.startup;
+    if (s === null) throw new Error('authentication after start-up');
+    const kind = body.readInt32BE(0);
+    const send = (b: Buffer) => this.sock.write(message('p', b));
+    switch (kind) {
+      case 0:
+        return;
+      case 3:
+        return void send(cstr(s.password));
+      case 5: {
+        const inner = createHash('md5').update(s.password + s.user).digest('hex');
+        return void send(cstr(`md5${createHash('md5').update(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)])).digest('hex')}`));
+      }
+      case 10: { // SASL: only SCRAM-SHA-256
+        s.scram = { nonce: randomBytes(18).toString('base64') };
+        const first = Buffer.from(`n,,n=*,r=${s.scram.nonce}`);
+        const len = Buffer.allocUnsafe(4);
+        len.writeInt32BE(first.length, 0);
+        return void send(Buffer.concat([cstr('SCRAM-SHA-256'), len, first]));
+      }
+      case 11: { // SASLContinue
+        const attrs = Object.fromEntries(body.toString('utf8', 4).split(',').map((kv) => [kv[0], kv.slice(2)]));
+        const salted = pbkdf2Sync(s.password, Buffer.from(attrs.s!, 'base64'), Number(attrs.i), 32, 'sha256');
+        const hmac = (key: Buffer, msg: string) => createHmac('sha256', key).update(msg).digest();
+        const clientKey = hmac(salted, 'Client Key');
+        const auth = `n=*,r=${s.scram!.nonce},r=${attrs.r},s=${attrs.s},i=${attrs.i},c=biws,r=${attrs.r}`;
+        const proof = Buffer.from(clientKey.map((b, i) => b ^ hmac(createHash('sha256').update(clientKey).digest(), auth)[i]!));
+        s.scram!.signature = hmac(hmac(salted, 'Server Key'), auth).toString('base64');
+        return void send(Buffer.from(`c=biws,r=${attrs.r},p=${proof.toString('base64')}`));
+      }
+      case 12: { // SASLFinal
+        const v = body.toString('utf8', 4).split(',').find((kv) => kv.startsWith('v='))?.slice(2);
+        if (v !== s.scram?.signature) throw new Error('the server did not prove it knows the password');
+        return;
+      }
+      default:
+        throw new Error(`unsupported authentication method ${kind}`);
+    }
+  }
+}
