@@ -1,20 +1,159 @@
-import { readFileSync } from 'node:fs';
+// The documentation against the code: the tables of docs/api.md and README.md are parsed and compared
+// with the tables they describe, in both directions, so that a code added, removed or changed on
+// either side fails here.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.js';
+import { Metrics } from '../../src/metrics.js';
 import { DIAGNOSTICS } from '../../src/pipeline/diagnostics.js';
+import { EVENT_TYPES } from '../../src/pipeline/event.js';
+import { TG_REGISTRY } from '../../src/pipeline/registry.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const readme = read('README.md');
+const api = read('docs/api.md');
 
-describe('README', () => {
-  it.each(Object.entries(ERRORS))('documents error %s with its status', (code, { status }) => {
-    expect(readme).toMatch(new RegExp(`\\| \`${code}\` \\| ${status} \\|`));
+/** The lines of the section under `heading` (a whole heading line), up to the next heading of the same or a higher level. */
+function section(doc: string, heading: string): string[] {
+  const lines = doc.split('\n');
+  const start = lines.indexOf(heading);
+  if (start === -1) throw new Error(`no heading "${heading}"`);
+  const level = heading.match(/^#+/)![0].length;
+  const end = lines.findIndex((l, i) => i > start && /^#+ /.test(l) && l.match(/^#+/)![0].length <= level);
+  return lines.slice(start + 1, end === -1 ? undefined : end);
+}
+
+/** Body rows of the markdown tables in `lines`, as trimmed cells (header and separator rows left out). */
+function tableRows(lines: string[]): string[][] {
+  const rows: string[][] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (!line.startsWith('|')) continue;
+    if (/^\|[\s:|-]+\|$/.test(line)) continue;
+    if (lines[i + 1] !== undefined && /^\|[\s:|-]+\|$/.test(lines[i + 1]!)) continue;
+    rows.push(line.slice(1, -1).split(' | ').map((c) => c.trim()));
+  }
+  return rows;
+}
+
+/** `code` → the cell after it, for rows whose first cell is one backticked code. */
+function codeTable(lines: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [first, second] of tableRows(lines)) {
+    const m = /^`([a-z0-9_]+)`$/.exec(first ?? '');
+    if (m === null) throw new Error(`a row of the table does not start with one code: ${first}`);
+    if (out.has(m[1]!)) throw new Error(`${m[1]} is listed twice`);
+    out.set(m[1]!, second ?? '');
+  }
+  return out;
+}
+
+function compare(documented: Map<string, string>, code: Record<string, string>) {
+  const missing = Object.keys(code).filter((k) => !documented.has(k));
+  const unknown = [...documented.keys()].filter((k) => !(k in code));
+  const wrong = Object.entries(code).filter(([k, v]) => documented.has(k) && documented.get(k) !== v).map(([k, v]) => `${k}: documented ${documented.get(k)}, code ${v}`);
+  return { missing, unknown, wrong };
+}
+
+const clean = { missing: [], unknown: [], wrong: [] };
+
+describe('docs/api.md', () => {
+  it('lists every error code of src/errors.ts with its status, and no other', () => {
+    const documented = codeTable(section(api, '## Error codes'));
+    expect(documented.size).toBeGreaterThan(0);
+    expect(compare(documented, Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, String(e.status)])))).toEqual(clean);
   });
-  it.each(Object.entries(DIAGNOSTICS))('documents diagnostic %s with its severity', (code, { severity }) => {
-    expect(readme).toMatch(new RegExp(`\\| \`${code}\` \\| ${severity} \\|`));
+
+  it('lists every diagnostic of src/pipeline/diagnostics.ts with its severity, and no other', () => {
+    const documented = codeTable(section(api, '## Diagnostic codes'));
+    expect(documented.size).toBeGreaterThan(0);
+    expect(compare(documented, Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, d.severity])))).toEqual(clean);
   });
-  it('starts with make run and make test', () => {
-    const firstScreen = readme.split('\n').slice(0, 12).join('\n');
+
+  it('lists every field of the tg.* registry with its bucket, and no other', () => {
+    const bucket = { string: '`propsString`', long: '`propsLong`', float: '`propsFloat`', bool: '`propsBool`' } as const;
+    const documented = new Map<string, string>();
+    for (const [first, second] of tableRows(section(api, '### The canonical tg.* registry'))) {
+      const m = /^`tg\.([a-z0-9_]+)`$/.exec(first ?? '');
+      if (m === null) throw new Error(`a row of the registry table does not start with a tg.* field: ${first}`);
+      documented.set(m[1]!, second ?? '');
+    }
+    expect(documented.size).toBeGreaterThan(0);
+    expect(compare(documented, Object.fromEntries(Object.entries(TG_REGISTRY).map(([f, t]) => [f, bucket[t]])))).toEqual(clean);
+  });
+
+  it('names the nine event types', () => {
+    const listed = section(api, '### eventType').join(' ').match(/`[a-z]+`/g)?.map((s) => s.slice(1, -1)) ?? [];
+    expect(new Set(listed)).toEqual(new Set(EVENT_TYPES));
+  });
+});
+
+describe('README.md', () => {
+  it('documents every environment variable src/config.ts reads, and no other', () => {
+    const source = read('src/config.ts');
+    // The literal names passed to the readers: raw(env, 'X'), integer(env, 'X', …), flag(env, 'X'), ….
+    const read_ = new Set([...source.matchAll(/\b(?:raw|integer|positiveNumber|flag|hostName)\(env, '([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!));
+    expect(read_.size).toBeGreaterThan(30);
+    const documented = new Set<string>();
+    for (const [first] of tableRows(section(readme, '## Configuration'))) {
+      const names = [...(first ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!);
+      if (names.length === 0) throw new Error(`a row of the configuration table names no variable: ${first}`);
+      for (const n of names) documented.add(n);
+    }
+    expect({ missing: [...read_].filter((v) => !documented.has(v)), unknown: [...documented].filter((v) => !read_.has(v)) }).toEqual({ missing: [], unknown: [] });
+  });
+
+  it('lists every tg_ingest_ metric the service registers, and no other', async () => {
+    const zero = () => 0;
+    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, caches: () => ({}) });
+    const registered = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => n.startsWith('tg_ingest_')));
+    expect(registered.size).toBeGreaterThan(10);
+    const documented = new Set<string>();
+    for (const [first] of tableRows(section(readme, '## Observability'))) {
+      for (const m of (first ?? '').matchAll(/`(tg_ingest_[a-z_]+)`/g)) documented.add(m[1]!);
+    }
+    expect({ missing: [...registered].filter((n) => !documented.has(n)), unknown: [...documented].filter((n) => !registered.has(n)) }).toEqual({ missing: [], unknown: [] });
+  });
+
+  it('shows make run and make test on its first screen', () => {
+    const firstScreen = readme.split('\n').slice(0, 25).join('\n');
     expect(firstScreen).toContain('make run');
     expect(firstScreen).toContain('make test');
+  });
+
+  it('links the API reference', () => {
+    expect(readme).toContain('(docs/api.md)');
+  });
+});
+
+describe('README.md and docs/', () => {
+  const files = (dir: string): string[] =>
+    readdirSync(join(ROOT, dir)).flatMap((name) => (statSync(join(ROOT, dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)]));
+  const docs = ['README.md', ...files('docs')];
+
+  it('refer to nothing outside the repository', () => {
+    expect(docs.length).toBeGreaterThan(1);
+    const offenders = docs.filter((f) => /\.\.\/shared|shared\/spec/.test(read(f)));
+    expect(offenders).toEqual([]);
+  });
+
+  it('link only to files that exist', () => {
+    const broken: string[] = [];
+    for (const f of docs) {
+      for (const m of read(f).matchAll(/\]\(([^)#\s]+)(#[^)\s]*)?\)/g)) {
+        const target = m[1]!;
+        if (/^[a-z]+:/.test(target)) continue;
+        const path = join(ROOT, f, '..', target);
+        try {
+          statSync(path);
+        } catch {
+          broken.push(`${f} → ${target}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
   });
 });
