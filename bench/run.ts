@@ -7,7 +7,7 @@ import { fmt, type Result, resultLines, type Row, table } from './lib/report.js'
 import { flood } from './floods.js';
 import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
 
-const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-5m'] as const;
+const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-5m'] as const;
 type Name = (typeof ALL)[number];
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
@@ -23,6 +23,8 @@ function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
     'server cores': f.serverCores,
     'main thread': f.mainThreadCores,
     'pg cores': f.postgresCores,
+    'server µs/req': f.requestsPerS > 0 ? (f.serverCores * 1e6) / f.requestsPerS : 0,
+    'pg µs/req': f.requestsPerS > 0 ? (f.postgresCores * 1e6) / f.requestsPerS : 0,
     'autocannon cores': f.loadGeneratorCores,
     'machine busy': f.machineCores,
     'peak RSS MiB': f.peakRssMiB,
@@ -77,9 +79,11 @@ async function main(): Promise<void> {
       await main.drop();
     }
 
+    const smallReqPerS = new Map<string, number>();
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     const smallVariants = [
       ['b-small', 'b-small (B, 10-event batches, 100 conn)', extraEnv, undefined],
+      ['b-small-users', 'b-small-users (same, each event a user of a million, one users[] profile per request)', extraEnv, undefined],
       ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
       ['b-small-scraped', 'b-small-scraped (same as b-small, /metrics polled every 100 ms)', extraEnv, 100],
     ] as const;
@@ -87,10 +91,16 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
+        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, userChurn: name === 'b-small-users', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
         rows.push(figuresRow(f, ceilingRowsPerS));
+        smallReqPerS.set(name, f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
+        if (name === 'b-small') {
+          results.push({ name: 'small_server_cpu_per_request', value: Math.round((f.serverCores * 1e6) / f.requestsPerS), unit: 'us' });
+          results.push({ name: 'small_pg_cpu_per_request', value: Math.round((f.postgresCores * 1e6) / f.requestsPerS), unit: 'us' });
+        }
+        if (name === 'b-small-users' && smallReqPerS.has('b-small')) results.push({ name: 'b-small-users_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
         say(`${name}: ${fmt(f.requestsPerS)} req/s`);
       } finally {
         await db.drop();
@@ -105,6 +115,7 @@ async function main(): Promise<void> {
         results.push({ name: 'a-small_requests', value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: 'a-small_p99', value: f.p99Ms, unit: 'ms' });
         results.push({ name: 'a-small_verify_cache_hit_ratio', value: Number(f.extra?.verifyCacheHitRatio ?? 0), unit: 'ratio' });
+        if (smallReqPerS.has('b-small')) results.push({ name: 'a-small_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
         say(`a-small: ${fmt(f.requestsPerS)} req/s`);
       } finally {
         await db.drop();

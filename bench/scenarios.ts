@@ -66,8 +66,8 @@ async function measure(name: string, db: Database, svc: Service, events: number,
   };
 }
 
-/** Endpoint B with `events`-event batches. */
-export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number }): Promise<Figures> {
+/** Endpoint B with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per request. */
+export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number; userChurn?: boolean }): Promise<Figures> {
   const svc = await startService(db.url, o.env);
   // A Prometheus-like scraper polling /metrics throughout, to show what counting costs.
   let scraping = o.scrapeEveryMs !== undefined;
@@ -83,7 +83,7 @@ export async function endpointB(name: string, db: Database, o: RunOptions & { ev
     // Several templates, so consecutive requests differ in users and names as real traffic does.
     const templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.events, { tail, users: 20_000 }, k * o.events));
     let counter = 0;
-    const body = () => stamp(templates[counter % templates.length]!, counter++);
+    const body = o.userChurn ? churnBody(templates) : () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
     return await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
   } finally {
@@ -91,6 +91,21 @@ export async function endpointB(name: string, db: Database, o: RunOptions & { ev
     await scraper;
     await svc.stop();
   }
+}
+
+/**
+ * Bodies whose every event comes from a user drawn from a million, with the profile of one of them
+ * in users[]: what a busy bot's traffic looks like to the users table. Built per request.
+ */
+function churnBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
+  let counter = 0;
+  return () => {
+    const base = JSON.parse(stamp(templates[counter % templates.length]!, counter++).toString()) as { events: { platformUserId: string }[]; users?: unknown[] };
+    for (const e of base.events) e.platformUserId = String(100_000_000 + Math.floor(Math.random() * 1_000_000));
+    const first = base.events[0]!.platformUserId;
+    base.users = [{ messengerUserId: Number(first), username: `user${first}`, firstName: 'Churn', languageCode: 'en' }];
+    return Buffer.from(JSON.stringify(base));
+  };
 }
 
 /** Endpoint A: many users, each reusing its initData across batches. */
@@ -111,8 +126,8 @@ export async function endpointA(name: string, db: Database, o: RunOptions & { ev
     const headers = { 'content-type': 'application/json' };
     const f = await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg/webapp`, headers, connections: o.connections, durationS, body }));
     const m = await scrape(svc.url);
-    const hits = m.get('tg_ingest_cache_requests{cache="initdata",result="hit"}') ?? 0;
-    const misses = m.get('tg_ingest_cache_requests{cache="initdata",result="miss"}') ?? 0;
+    const hits = m.get('tg_ingest_cache_requests_total{cache="initdata",result="hit"}') ?? 0;
+    const misses = m.get('tg_ingest_cache_requests_total{cache="initdata",result="miss"}') ?? 0;
     f.extra = { verifyCacheHitRatio: hits / Math.max(1, hits + misses), verifications: misses };
     return f;
   } finally {

@@ -12,7 +12,7 @@
 // (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
 import { classify, DOWN_MS, RETRIES } from './failure-policy.js';
 import { type EventSink, WriteError, type WriteOutcome, type WriteRequest } from './sink.js';
-import { PREPARE_LEDGER } from './statements.js';
+import { PREPARE_STATEMENTS } from './statements.js';
 import { commitRequests, type Committed } from './transaction.js';
 import { UserRows } from './users.js';
 import { WireConnection } from './wire.js';
@@ -80,7 +80,7 @@ export class GroupCommitWriter implements EventSink {
   private async connection(slot: Slot): Promise<WireConnection> {
     if (slot.conn?.usable) return slot.conn;
     const conn = await WireConnection.connect({ url: this.opts.url, applicationName: `tg-ingest writer ${slot.id}`, connectTimeoutMs: Math.min(5000, this.opts.writeTimeoutMs) });
-    const [prepared] = await conn.script([{ sql: PREPARE_LEDGER }]);
+    const [prepared] = await conn.script([{ sql: PREPARE_STATEMENTS }]);
     if (prepared!.error !== null) {
       conn.close();
       throw prepared!.error;
