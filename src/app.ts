@@ -74,6 +74,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     writerQueuedRows: () => sink.queuedRows,
     bodyBytes: () => bodyBudget.bytes,
     caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, initdata: verifications }),
+    tasks: () => pool.tasks,
   });
   const sink = new GroupCommitWriter({
     url: databaseUrl,

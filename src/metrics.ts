@@ -23,6 +23,8 @@ export interface Probes {
   writerQueuedRows(): number;
   bodyBytes(): number;
   caches(): Record<string, CacheCounts>;
+  /** Pipeline tasks run so far, keyed "kind:where" (where: inline or pool). */
+  tasks(): Map<string, number>;
 }
 
 const SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -73,7 +75,18 @@ export class Metrics {
     new client.Gauge({ name: 'tg_ingest_writer_pending_requests', help: 'Requests queued or committing in the writer.', registers: [r], collect() { this.set(probes.writerPending()); } });
     new client.Gauge({ name: 'tg_ingest_writer_queued_rows', help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.', registers: [r], collect() { this.set(probes.writerQueuedRows()); } });
     new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
-    // Counted where the caches are used; reported as the increase since the last scrape.
+    // Counted where they happen; reported as the increase since the last scrape.
+    const reportedTasks = new Map<string, number>();
+    new client.Counter({
+      name: 'tg_ingest_pipeline_tasks_total', help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify) and where they ran (inline on the main thread, pool).', labelNames: ['kind', 'where'], registers: [r],
+      collect() {
+        for (const [key, n] of probes.tasks()) {
+          const [kind, where] = key.split(':') as [string, string];
+          this.labels(kind, where).inc(Math.max(0, n - (reportedTasks.get(key) ?? 0)));
+          reportedTasks.set(key, n);
+        }
+      },
+    });
     const reported = new Map<string, number>();
     new client.Counter({
       name: 'tg_ingest_cache_requests_total', help: 'Cache lookups, by cache (token, bot, plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],

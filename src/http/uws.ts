@@ -1,5 +1,6 @@
-// uWebSockets.js, from the build that loads on this platform (@trufflesuite/uws-js-unofficial,
-// see FIELD-NOTES.md). Its own loader silently falls back to a slow Node.js imitation when the
+// uWebSockets.js, from the build that loads on Node 20 with Debian 12's glibc
+// (@trufflesuite/uws-js-unofficial; the official package is not on npm, and newer community builds
+// need a newer glibc). Its own loader silently falls back to a slow Node.js imitation when the
 // binary does not load; we load the binary directly so that such a machine fails loudly instead.
 import { createRequire } from 'node:module';
 import type * as UWS from '@trufflesuite/uws-js-unofficial';

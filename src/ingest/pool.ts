@@ -51,6 +51,13 @@ export class IngestPool {
   private flushQueued = false;
   private verifying = 0;
   private readonly verifyQueue: (() => void)[] = [];
+  /** Tasks run, by kind and where: read by metrics. */
+  readonly tasks = new Map<string, number>();
+
+  private count(kind: SingleTask['kind'], where: 'inline' | 'pool'): void {
+    const key = `${kind}:${where}`;
+    this.tasks.set(key, (this.tasks.get(key) ?? 0) + 1);
+  }
 
   constructor(private readonly o: PoolOptions) {
     this.pool = new Piscina({
@@ -76,20 +83,22 @@ export class IngestPool {
   }
 
   /** Whether a body is processed on the main thread. */
-  private inline(bytes: number, gzip: boolean): boolean {
-    return !gzip && bytes <= this.o.inlineMaxBytes;
+  private inline(kind: SingleTask['kind'], bytes: number, gzip: boolean): boolean {
+    const inline = !gzip && bytes <= this.o.inlineMaxBytes;
+    this.count(kind, inline ? 'inline' : 'pool');
+    return inline;
   }
 
   /** A bot_api body → rows, counts and diagnostics. */
   botApi(body: Uint8Array, gzip: boolean, maxBodyBytes: number, ctx: BatchContext): Promise<BatchOutcome> {
     const task: SingleTask = { kind: 'bot_api', body, gzip, maxBodyBytes, ctx };
-    if (this.inline(body.byteLength, gzip)) return Promise.resolve(runSingle(task));
+    if (this.inline('bot_api', body.byteLength, gzip)) return Promise.resolve(runSingle(task));
     return this.pooled(task, body.byteLength) as Promise<BatchOutcome>;
   }
 
   /** A webapp body → which bot and session it claims (and, inline, the parsed body for webapp()). */
   async openWebapp(body: Uint8Array, gzip: boolean, maxBodyBytes: number): Promise<OpenedWebapp> {
-    if (this.inline(body.byteLength, gzip)) {
+    if (this.inline('webapp_open', body.byteLength, gzip)) {
       const decoded = decodeJson(body, false, maxBodyBytes);
       if (!decoded.ok) return decoded;
       const env = readWebappEnvelope(decoded.value);
@@ -101,9 +110,11 @@ export class IngestPool {
   /** The events of an opened webapp body, for a verified user. */
   webapp(opened: OpenedWebapp & { ok: true }, ctx: BatchContext, user: UserSeen): Promise<BatchOutcome> {
     if (opened.value !== undefined) {
+      this.count('webapp', 'inline');
       const events = (opened.value as { events?: unknown }).events;
       return Promise.resolve(processWebappBatch(events, ctx, user, opened.bytes.byteLength));
     }
+    this.count('webapp', 'pool');
     return this.pooled({ kind: 'webapp', body: opened.bytes, ctx, user }, opened.bytes.byteLength) as Promise<BatchOutcome>;
   }
 
@@ -114,6 +125,7 @@ export class IngestPool {
       await new Promise<void>((resolve) => this.verifyQueue.push(resolve));
     }
     this.verifying++;
+    this.count('verify', 'pool');
     try {
       const r = (await this.send({ kind: 'verify', ...task }, [])) as TaskResults['verify'];
       return r.verified;
