@@ -144,7 +144,7 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
   const tail = runTail();
   const copyTemplates = Array.from({ length: 8 }, (_, k) => {
     const t = serverBatch(batchRows, { tail, users: 20_000 }, k * batchRows);
-    const r = processBotApiBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api' });
+    const r = processBotApiBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api', connection: 'bench', userId: null });
     if (!r.ok) throw new Error('template refused');
     const text = Buffer.from(r.batch.rows);
     return { buf: text, slots: slotsIn(text, tail) };

@@ -1,5 +1,8 @@
 // Composition of the service: database, writer, worker pool, caches, limiters and routes.
-import { mountAdmin } from './admin/api.js';
+import { adminGuard, mountAdmin } from './admin/api.js';
+import { LiveHub } from './admin/live.js';
+import { mountQuality } from './admin/quality-api.js';
+import { QualityStore } from './admin/quality-store.js';
 import { mountAdminPage } from './admin/page.js';
 import { AdminStore } from './admin/store.js';
 import { TokenResolver } from './auth/api-tokens.js';
@@ -15,6 +18,7 @@ import { corsHeaders, corsPreflight } from './http/cors.js';
 import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
 import { botApiEndpoint } from './ingest/bot-api.js';
 import type { CommitTarget } from './ingest/commit.js';
+import { PlanCache } from './ingest/plans.js';
 import { IngestPool } from './ingest/pool.js';
 import { IngestStats } from './ingest/stats.js';
 import { webappEndpoint } from './ingest/webapp.js';
@@ -73,7 +77,8 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     writerPending: () => sink.pending,
     writerQueuedRows: () => sink.queuedRows,
     bodyBytes: () => bodyBudget.bytes,
-    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, initdata: verifications }),
+    liveViewers: () => live.watching,
+    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, tracking_plan: plans.stats, initdata: verifications }),
     tasks: () => pool.tasks,
   });
   const sink = new GroupCommitWriter({
@@ -99,6 +104,15 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const tokens = new TokenResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
+  const plans = new PlanCache(sql, config.authCacheTtlMs);
+  const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
+  const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed });
+  const quality = new QualityStore(sql);
+  // The quarantine stays bounded: by age and by count per project, checked every QUARANTINE_PRUNE_EVERY_MS.
+  const pruner = setInterval(() => {
+    quality.prune(config.quarantineMaxEvents, config.quarantineRetentionDays).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'pruning the quarantine failed'));
+  }, config.quarantinePruneEveryMs);
+  pruner.unref();
   const stats = new IngestStats();
   const authFailures = new AuthFailures({
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
@@ -110,7 +124,10 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
       stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
     }, b.diagnosticCounts);
     stats.record(t.projectId, { accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated, storedNotBilled: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0 }, b.diagnosticCounts);
+    if (o !== null) metrics.quarantine(b.quarantineCodes);
+    if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
   };
+  const quality$ = { plans, liveSample: (projectId: string) => live.sampleFor(projectId) };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
   const webappPaths = new Set<string>(PATHS.webapp);
@@ -142,11 +159,11 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
   const botApi = botApiEndpoint({
-    tokens, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.maxBodyBytes, onOutcome, closing,
+    tokens, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.maxBodyBytes, onOutcome, closing, ...quality$,
     onRateLimited: () => metrics.limited('bot_api'),
   });
   const webapp = unlessClosing(webappEndpoint({
-    bots, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.webappMaxBodyBytes, onOutcome,
+    bots, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.webappMaxBodyBytes, onOutcome, ...quality$,
     publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,
     onRateLimited: () => metrics.limited('webapp'),
     onVerify: (cached) => void (cached ? verifications.hits++ : verifications.misses++),
@@ -158,19 +175,19 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
 
   // The page first: its routes are more specific than the API's.
   mountAdminPage(adminServer);
-  mountAdmin(adminServer, new AdminStore(sql), {
-    adminToken,
-    authFailuresPerMin: config.adminAuthFailuresPerMin,
-    stats: (projectId) => stats.get(projectId),
-    hooks: {
-      tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
-      botChanged: (botId) => {
-        tokens.forgetBot(botId);
-        bots.forget(botId);
-      },
-      planChanged: (projectId) => quota.forget(projectId),
+  const hooks = {
+    tokenRevoked: (tokenId: string) => tokens.forgetToken(tokenId),
+    botChanged: (botId: string) => {
+      tokens.forgetBot(botId);
+      bots.forget(botId);
     },
-  });
+    planChanged: (projectId: string) => quota.forget(projectId),
+    trackingPlanChanged: (projectId: string) => plans.forget(projectId),
+  };
+  const projects = new AdminStore(sql);
+  mountAdmin(adminServer, projects, { guard, stats: (projectId) => stats.get(projectId), hooks });
+  mountQuality(adminServer, projects, quality, { guard, hooks, replay: { sql, sink, quota, plans, onReplayed: (r) => metrics.replay(r) } });
+  live.mount(adminServer.app, PATHS.adminLive);
   adminServer.route('get', PATHS.metrics, async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
 
   const ready = async (): Promise<Reply> => {
@@ -200,6 +217,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
       shuttingDown ??= (async () => {
         for (const s of servers) s.stopListening();
         unwatch();
+        clearInterval(pruner);
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
         await sink.close();

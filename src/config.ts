@@ -41,6 +41,13 @@ export interface Config {
   initDataVerifyQueue: number;
   /** Failed admin authentications per client address and minute. */
   adminAuthFailuresPerMin: number;
+  /** Quarantined events kept per project (the oldest go first) and for how long. */
+  quarantineMaxEvents: number;
+  quarantineRetentionDays: number;
+  /** How often the quarantine's bounds are enforced. */
+  quarantinePruneEveryMs: number;
+  /** Live view messages per viewer and second. */
+  liveMessagesPerS: number;
   /** A separate listener for /admin and /metrics; null: the main one serves them. */
   adminHost: string | null;
   adminPort: number | null;
@@ -194,6 +201,10 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     adminAuthFailuresPerMin: integer(env, 'ADMIN_AUTH_FAILURES_PER_MIN', 20, 1),
     adminHost,
     adminPort,
+    quarantineMaxEvents: integer(env, 'QUARANTINE_MAX_EVENTS', 100_000, 1, 100_000_000),
+    quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
+    quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
+    liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),
     // Bodies parsed on the main thread stay small: a larger one would stall every other request.
     inlineMaxBytes: integer(env, 'INLINE_MAX_BYTES', 16 * 1024, 0, 64 * 1024),
     batchMaxRows: integer(env, 'BATCH_MAX_ROWS', 4000, 1, 1_000_000),

@@ -4,8 +4,7 @@
 // their standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …).
 import client from 'prom-client';
 import { type Endpoint, ENDPOINTS, ROUTE_GROUPS, type RouteGroup } from './endpoints.js';
-import type { DiagnosticCode } from './pipeline/diagnostics.js';
-import { DIAGNOSTICS } from './pipeline/diagnostics.js';
+import { DIAGNOSTICS, type DiagnosticCounts, PLAN_CODES } from './pipeline/diagnostics.js';
 
 export type Outcome = 'accepted' | 'rejected' | 'duplicated' | 'stored' | 'stored_not_billed' | 'redelivered';
 const OUTCOMES: readonly Outcome[] = ['accepted', 'rejected', 'duplicated', 'stored', 'stored_not_billed', 'redelivered'];
@@ -22,6 +21,7 @@ export interface Probes {
   writerPending(): number;
   writerQueuedRows(): number;
   bodyBytes(): number;
+  liveViewers(): number;
   caches(): Record<string, CacheCounts>;
   /** Pipeline tasks run so far, keyed "kind:where" (where: inline or pool). */
   tasks(): Map<string, number>;
@@ -47,6 +47,8 @@ export class Metrics {
   private readonly rateLimited: Record<Endpoint, client.Counter.Internal>;
   private readonly authLimited: Record<RouteGroup, client.Counter.Internal>;
   private readonly redeliveries: client.Counter;
+  private readonly quarantined: client.Counter<'code'>;
+  private readonly replayed: client.Counter<'outcome'>;
   private readonly dbErrors: client.Counter<'kind'>;
 
   constructor(probes: Probes) {
@@ -58,7 +60,8 @@ export class Metrics {
     const events = new client.Counter({ name: 'tg_ingest_events_total', help: 'Events by endpoint and outcome: accepted, rejected, duplicated (within a request), stored, stored_not_billed, redelivered.', labelNames: ['endpoint', 'outcome'], registers: [r] });
     this.events = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, events.labels(e, o)]))])) as never;
     const diag = new client.Counter({ name: 'tg_ingest_diagnostics_total', help: 'Diagnostics by code and severity (an error rejects an event).', labelNames: ['code', 'severity'], registers: [r] });
-    this.diagnostics = Object.fromEntries(Object.entries(DIAGNOSTICS).map(([code, d]) => [code, diag.labels(code, d.severity)]));
+    this.diagnostics = Object.fromEntries(Object.entries(DIAGNOSTICS).flatMap(([code, d]) =>
+      (PLAN_CODES.has(code as keyof typeof DIAGNOSTICS) ? (['warning', 'error'] as const) : [d.severity]).map((sev) => [`${code}/${sev}`, diag.labels(code, sev)])));
     const size = new client.Histogram({ name: 'tg_ingest_batch_events', help: 'Events per request.', labelNames: ['endpoint'], buckets: SIZE_BUCKETS, registers: [r] });
     this.batchSize = Object.fromEntries(ENDPOINTS.map((e) => [e, size.labels(e)])) as never;
     this.commitRows = new client.Histogram({ name: 'tg_ingest_commit_rows', help: 'Rows per group commit, by path (copy: straight COPY; staging: the batch met stored rows).', labelNames: ['path'], buckets: ROW_BUCKETS, registers: [r] });
@@ -68,12 +71,15 @@ export class Metrics {
     const authLimited = new client.Counter({ name: 'tg_ingest_auth_rate_limited_total', help: 'Requests refused with 429 auth_rate_limited after too many failed authentications, by endpoint.', labelNames: ['endpoint'], registers: [r] });
     this.authLimited = Object.fromEntries(ROUTE_GROUPS.map((e) => [e, authLimited.labels(e)])) as never;
     this.redeliveries = new client.Counter({ name: 'tg_ingest_commit_redeliveries_total', help: 'Group commits that met events already stored (a client resent them) and were committed again through staging.', registers: [r] });
+    this.quarantined = new client.Counter({ name: 'tg_ingest_quarantined_events_total', help: 'Events put in quarantine, by error code (an event with several codes counts under each).', labelNames: ['code'], registers: [r] });
+    this.replayed = new client.Counter({ name: 'tg_ingest_replayed_events_total', help: 'Quarantined events replayed, by outcome: accepted, still_rejected, duplicated.', labelNames: ['outcome'], registers: [r] });
     this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable, internal, retry (deadlock or serialization, retried).', labelNames: ['kind'], registers: [r] });
 
     new client.Gauge({ name: 'tg_ingest_pool_queue_size', help: 'Tasks waiting for a worker.', registers: [r], collect() { this.set(probes.poolQueue()); } });
     new client.Gauge({ name: 'tg_ingest_pool_utilization', help: 'Share of time the workers were busy since start (0-1).', registers: [r], collect() { this.set(probes.poolUtilization()); } });
     new client.Gauge({ name: 'tg_ingest_writer_pending_requests', help: 'Requests queued or committing in the writer.', registers: [r], collect() { this.set(probes.writerPending()); } });
     new client.Gauge({ name: 'tg_ingest_writer_queued_rows', help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.', registers: [r], collect() { this.set(probes.writerQueuedRows()); } });
+    new client.Gauge({ name: 'tg_ingest_live_viewers', help: 'Live views open on this instance.', registers: [r], collect() { this.set(probes.liveViewers()); } });
     new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
     // Counted where they happen; reported as the increase since the last scrape.
     const reportedTasks = new Map<string, number>();
@@ -114,19 +120,29 @@ export class Metrics {
     this.durations[group].observe(seconds);
   }
 
-  batch(endpoint: Endpoint, events: number, counts: Partial<Record<Outcome, number>>, diagnostics: Partial<Record<DiagnosticCode, number>>): void {
+  batch(endpoint: Endpoint, events: number, counts: Partial<Record<Outcome, number>>, diagnostics: DiagnosticCounts): void {
     this.batchSize[endpoint].observe(events);
     const e = this.events[endpoint];
     for (const k in counts) {
       const n = counts[k as Outcome]!;
       if (n > 0) e[k as Outcome].inc(n);
     }
-    for (const k in diagnostics) this.diagnostics[k]?.inc(diagnostics[k as DiagnosticCode]!);
+    for (const k in diagnostics) this.diagnostics[k]?.inc(diagnostics[k as keyof DiagnosticCounts]!);
   }
 
   commit(path: CommitPath, rows: number, seconds: number): void {
     this.commitRows.labels(path).observe(rows);
     this.commitSeconds.labels(path).observe(seconds);
+  }
+
+  quarantine(codes: Record<string, number>): void {
+    for (const code in codes) this.quarantined.labels(code).inc(codes[code]!);
+  }
+
+  replay(r: { accepted: number; stillRejected: number; duplicated: number }): void {
+    this.replayed.labels('accepted').inc(r.accepted);
+    this.replayed.labels('still_rejected').inc(r.stillRejected);
+    this.replayed.labels('duplicated').inc(r.duplicated);
   }
 
   redelivery(): void {

@@ -13,10 +13,12 @@ import type { AdminStore } from './store.js';
 export interface AdminHooks {
   tokenRevoked(tokenId: string): void;
   botChanged(botId: string): void;
+  /** The allowance changed. */
   planChanged(projectId: string): void;
+  trackingPlanChanged(projectId: string): void;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true });
+export const ajv = new Ajv({ allErrors: false, strict: true });
 
 const messengerId = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[1-9][0-9]{0,18}$' }] };
 const nullableUuid = { anyOf: [{ type: 'string', pattern: '^[0-9a-fA-F-]{36}$' }, { type: 'null' }] };
@@ -47,7 +49,7 @@ const schemas = {
   }),
 };
 
-async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined): Promise<T> {
+export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined): Promise<T> {
   const raw = await readBody();
   let body: unknown = empty;
   if (raw.length > 0) {
@@ -65,13 +67,13 @@ async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, emp
   return body as T;
 }
 
-function id(req: Request, i = 0): string {
+export function id(req: Request, i = 0): string {
   const v = parseUuid(req.params[i]);
   if (v === null) throw new HttpError('not_found', { message: 'No such resource.' });
   return v;
 }
 
-function found<T>(v: T | null, what: string): T {
+export function found<T>(v: T | null, what: string): T {
   if (v === null) throw new HttpError('not_found', { message: `No such ${what}.` });
   return v;
 }
@@ -91,30 +93,40 @@ async function botWrite<T>(work: Promise<T>): Promise<T> {
 }
 
 export interface AdminOptions {
-  adminToken: string;
-  /** Wrong or missing tokens per client address and minute before further ones get 429. */
-  authFailuresPerMin: number;
+  guard: AdminGuard;
   stats: (projectId: string) => ProjectStats;
   hooks: AdminHooks;
 }
 
+export interface AdminGuard {
+  /** The handler, served only with the admin token. */
+  (h: Handler): Handler;
+  /** For the live view's sign-in message. */
+  authorize(token: string): boolean;
+  /** Charges a failed sign-in to the address; false when it is past its budget. */
+  failed(address: string): boolean;
+}
+
 /**
- * A guard for admin routes: the right token is always served; an address that presented a wrong or
- * missing one too often within a minute is answered 429 until its budget refills.
+ * The admin token's guard: the right token is always served; an address that presented a wrong or
+ * missing one too often within a minute is answered 429 until its budget refills. One budget for the
+ * admin API and the live view.
  */
-export function adminGuard(adminToken: string, authFailuresPerMin: number): (h: Handler) => Handler {
+export function adminGuard(adminToken: string, authFailuresPerMin: number): AdminGuard {
   const failures = new TokenBuckets({ burst: authFailuresPerMin, perMin: authFailuresPerMin, maxKeys: 100_000 });
-  return (h) => (req, readBody) => {
+  const guard = ((h: Handler): Handler => (req, readBody) => {
     if (adminTokenMatches(adminToken, req.headers.authorization)) return h(req, readBody);
     const r = failures.take(req.address);
     if (!r.ok) throw new HttpError('auth_rate_limited', { retryAfterS: r.retryAfterS });
     throw new HttpError('admin_unauthorized');
-  };
+  }) as AdminGuard;
+  guard.authorize = (token) => adminTokenMatches(adminToken, `Bearer ${token}`);
+  guard.failed = (address) => failures.take(address).ok;
+  return guard;
 }
 
 export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOptions): void {
-  const guard = adminGuard(o.adminToken, o.authFailuresPerMin);
-  const { stats, hooks } = o;
+  const { guard, stats, hooks } = o;
   const ok = (status: number, body?: unknown): Reply => (body === undefined ? { status } : { status, body });
 
   server

@@ -16,4 +16,4 @@ try {
 }
 
 export default uws;
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from '@trufflesuite/uws-js-unofficial';

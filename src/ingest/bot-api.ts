@@ -9,9 +9,17 @@ import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
+import type { PlanCache } from './plans.js';
 import type { IngestPool } from './pool.js';
 
-export interface BotApiDeps extends CommitDeps {
+/** What both endpoints ask before normalizing: the plan in force, and whether someone watches. */
+export interface QualityDeps {
+  plans: PlanCache;
+  /** How many events of a batch the live view wants (0: nobody watches this project). */
+  liveSample: (projectId: string) => number;
+}
+
+export interface BotApiDeps extends CommitDeps, QualityDeps {
   tokens: TokenResolver;
   buckets: TokenBuckets;
   authFailures: AuthFailures;
@@ -65,12 +73,14 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       if (token.projectId === null) throw new HttpError('bot_not_linked');
       const projectId = token.projectId;
       await deps.quota.check(projectId);
+      const plan = await deps.plans.get(projectId);
       const body = await readBody();
       const receivedAt = new Date().toISOString();
-      const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, messengerBotId: token.messengerBotId };
+      const connection = `token:${token.tokenId}`;
+      const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
       const result = await deps.pool.botApi(body, gzip, deps.maxBodyBytes, ctx);
       if (!result.ok) throw HttpError.from(result.refusal);
-      return commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection: `token:${token.tokenId}`, receivedAt, authoritativeProfiles: false });
+      return commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
     }
   };
 }

@@ -45,10 +45,12 @@ export interface CommitDeps {
 }
 
 export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: CommitTarget): Promise<Reply> {
-  // Resending a batch whose every event was rejected can never succeed: 400 with the normal body.
-  if (batch.accepted === 0) {
+  // Resending a batch whose every event was rejected can never succeed: 400 with the normal body
+  // (once its rejected events are in quarantine).
+  const status = batch.accepted === 0 ? 400 : 202;
+  if (batch.accepted === 0 && batch.quarantineCount === 0) {
     deps.onOutcome?.(t, batch, null);
-    return { status: 400, body: responseBody(batch, 0) };
+    return { status, body: responseBody(batch, 0) };
   }
   const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
   let outcome: WriteOutcome;
@@ -65,6 +67,8 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
       profiles: batch.profiles,
       authoritativeProfiles: t.authoritativeProfiles,
       bot: batch.bot,
+      quarantine: batch.quarantine,
+      quarantineCount: batch.quarantineCount,
     });
   } catch (err) {
     deps.quota.release(reservation);
@@ -72,5 +76,5 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
   }
   deps.quota.settle(reservation, outcome.billed);
   deps.onOutcome?.(t, batch, outcome);
-  return { status: 202, body: responseBody(batch, outcome.storedNotBilled) };
+  return { status, body: responseBody(batch, outcome.storedNotBilled) };
 }

@@ -1,6 +1,6 @@
 // Per-project counts of this instance for the admin page's live view: the last hour by minute and
 // totals since start, kept in memory (the database is not asked, so watching costs ingestion nothing).
-import type { DiagnosticCode } from '../pipeline/diagnostics.js';
+import type { DiagnosticCounts } from '../pipeline/diagnostics.js';
 
 export interface MinuteCounts {
   minute: string;
@@ -35,7 +35,7 @@ export class IngestStats {
     this.since = new Date(now()).toISOString();
   }
 
-  record(projectId: string, c: { accepted: number; rejected: number; duplicated: number; storedNotBilled: number; redelivered: number }, diagnostics: Partial<Record<DiagnosticCode, number>>): void {
+  record(projectId: string, c: { accepted: number; rejected: number; duplicated: number; storedNotBilled: number; redelivered: number }, diagnostics: DiagnosticCounts): void {
     let e = this.projects.get(projectId);
     if (e === undefined) {
       if (this.projects.size >= this.maxProjects) this.projects.delete(this.projects.keys().next().value!);
@@ -48,7 +48,10 @@ export class IngestStats {
     t.duplicated += c.duplicated;
     t.storedNotBilled += c.storedNotBilled;
     t.redelivered += c.redelivered;
-    for (const code in diagnostics) e.diagnostics.set(code, (e.diagnostics.get(code) ?? 0) + diagnostics[code as DiagnosticCode]!);
+    for (const key in diagnostics) {
+      const code = key.slice(0, key.indexOf('/'));
+      e.diagnostics.set(code, (e.diagnostics.get(code) ?? 0) + diagnostics[key as keyof DiagnosticCounts]!);
+    }
     const start = Math.floor(this.now() / MINUTE) * MINUTE;
     let m = e.minutes.get(start);
     if (m === undefined) {

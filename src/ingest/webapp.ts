@@ -13,9 +13,10 @@ import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { UserSeen } from '../model.js';
 import { commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
+import type { QualityDeps } from './bot-api.js';
 import type { IngestPool } from './pool.js';
 
-export interface WebappDeps extends CommitDeps {
+export interface WebappDeps extends CommitDeps, QualityDeps {
   bots: BotResolver;
   buckets: TokenBuckets;
   authFailures: AuthFailures;
@@ -97,9 +98,12 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     }
     const projectId = bot.projectId;
     await deps.quota.check(projectId);
+    const plan = await deps.plans.get(projectId);
     const receivedAt = new Date().toISOString();
-    const result = await deps.pool.webapp(opened, { projectId, botId, receivedAt, channel: 'webapp' }, user);
+    const connection = `webapp:${botId}`;
+    const ctx = { projectId, botId, receivedAt, channel: 'webapp' as const, connection, userId: user.id, plan, liveSample: deps.liveSample(projectId) };
+    const result = await deps.pool.webapp(opened, ctx, user);
     if (!result.ok) throw HttpError.from(result.refusal);
-    return commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection: `webapp:${botId}`, receivedAt, authoritativeProfiles: true });
+    return commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection, receivedAt, authoritativeProfiles: true });
   };
 }

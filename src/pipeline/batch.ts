@@ -2,9 +2,10 @@
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
 import type { Refusal } from '../errors.js';
 import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
-import { DiagnosticSink, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
-import { eventRow, RowBuffer, type RowContext } from './copy-text.js';
+import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
+import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';
 import { diagnosticId, normalizeEvent } from './event.js';
+import { checkPlan, type PlanRef } from './plans.js';
 import { parseUuid } from './ids.js';
 import { isObject } from './json.js';
 import { parseBotSnapshot, parseProfiles } from './profiles.js';
@@ -19,7 +20,7 @@ export interface BatchResult {
   duplicated: number;
   diagnostics: Diagnostic[];
   diagnosticsTruncated: boolean;
-  diagnosticCounts: Partial<Record<DiagnosticCode, number>>;
+  diagnosticCounts: DiagnosticCounts;
   /** COPY text of every accepted event, billed = true. */
   rows: Uint8Array;
   rowCount: number;
@@ -29,14 +30,46 @@ export interface BatchResult {
   /** Profiles to upsert (users[] on bot_api, the initData user on webapp). */
   profiles: UserSeen[];
   bot: BotSnapshot | null;
+  /** COPY text of the events rejected after authentication, kept in quarantine with their reasons. */
+  quarantine: Uint8Array;
+  quarantineCount: number;
+  /** Per error code: quarantined events that carry it. */
+  quarantineCodes: Record<string, number>;
+  /** Events for the live view, when someone watches the project (at most the sample asked for). */
+  live: LiveEvent[] | null;
+}
+
+export type LiveStatus = 'accepted' | 'rejected' | 'duplicated';
+
+/** One event as the live view shows it. */
+export interface LiveEvent {
+  eventId: string | null;
+  eventName: string | null;
+  eventType: string | null;
+  status: LiveStatus;
+  diagnostics: Diagnostic[];
+  event: unknown;
 }
 
 export type BatchOutcome = { ok: true; batch: BatchResult } | { ok: false; refusal: Refusal };
 
-export interface BatchContext extends RowContext {
+export interface BatchContext extends QuarantineContext {
   channel: Channel;
   /** bot_api: the bot's messenger id as configured, which a bot snapshot must match. */
   messengerBotId?: string | null;
+  /** The project's tracking plan, if it has one. */
+  plan?: PlanRef | null;
+  /** How many events the live view wants from this batch (0 or absent: nobody watches). */
+  liveSample?: number;
+}
+
+/** The event as sent, for the quarantine: JSON, cut to its first 64 KiB. */
+export const QUARANTINE_EVENT_BYTES = 64 * 1024;
+
+function asSent(raw: unknown): { event: string; truncated: boolean } {
+  const json = JSON.stringify(raw) ?? 'null';
+  if (json.length * 3 <= QUARANTINE_EVENT_BYTES || Buffer.byteLength(json) <= QUARANTINE_EVENT_BYTES) return { event: json, truncated: false };
+  return { event: Buffer.from(json).subarray(0, QUARANTINE_EVENT_BYTES).toString('utf8').toWellFormed(), truncated: true };
 }
 
 function checkEventsArray(events: unknown): Refusal | null {
@@ -73,13 +106,36 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
   const userIds = new Set<string>();
   const actions: ActionRef[] = [];
   const rows = new RowBuffer(sizeHint);
+  const quarantine = new RowBuffer(0);
+  const quarantineCodes: Record<string, number> = {};
+  const live: LiveEvent[] | null = (ctx.liveSample ?? 0) > 0 ? [] : null;
   let accepted = 0;
   let rejected = 0;
   let duplicated = 0;
+  const watch = (raw: unknown, status: LiveStatus, diagnostics: Diagnostic[], ev?: { eventName: string; eventType: string }) => {
+    if (live === null || live.length >= ctx.liveSample!) return;
+    const r = isObject(raw) ? raw : {};
+    live.push({
+      eventId: typeof r.eventId === 'string' ? diagnosticId(r.eventId) : null,
+      eventName: ev?.eventName ?? (typeof r.eventName === 'string' ? r.eventName.slice(0, 256) : null),
+      eventType: ev?.eventType ?? (typeof r.eventType === 'string' ? r.eventType.slice(0, 64) : null),
+      status,
+      diagnostics,
+      event: raw,
+    });
+  };
+  const reject = (raw: unknown, eventId: string | null, diagnostics: Diagnostic[]) => {
+    rejected++;
+    const codes = [...new Set(diagnostics.filter((d) => d.severity === 'error').map((d) => d.code))];
+    for (const c of codes) quarantineCodes[c] = (quarantineCodes[c] ?? 0) + 1;
+    quarantine.push(quarantineRow(ctx, { eventId, codes, diagnostics: JSON.stringify(diagnostics), ...asSent(raw) }));
+    watch(raw, 'rejected', diagnostics);
+  };
   for (const raw of events) {
+    diag.beginEvent();
     if (!isObject(raw)) {
       diag.add(null, 'event_invalid', 'event', 'the event is not a JSON object');
-      rejected++;
+      reject(raw, null, diag.endEvent());
       continue;
     }
     const eventId = parseUuid(raw.eventId);
@@ -87,25 +143,29 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
       // The first occurrence of an id wins, whatever becomes of it.
       if (seen.has(eventId)) {
         duplicated++;
+        watch(raw, 'duplicated', diag.endEvent());
         continue;
       }
       seen.add(eventId);
     }
+    const shownId = diagnosticId(raw.eventId);
     if (eventId === null) {
-      diag.add(diagnosticId(raw.eventId), 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
+      diag.add(shownId, 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
     }
     const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag);
-    if (ev === null || eventId === null) {
-      rejected++;
+    if (ev === null || eventId === null || (ctx.plan != null && !checkPlan(ctx.plan, ev, ctx.channel, () => shownId, diag))) {
+      reject(raw, shownId, diag.endEvent());
       continue;
     }
+    const diagnostics = diag.endEvent();
     if (webappUserId !== null) ev.platformUserId = webappUserId;
     accepted++;
     userIds.add(ev.platformUserId!);
     rows.push(eventRow(ctx, ev));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
+    watch(raw, 'accepted', diagnostics, ev);
   }
-  return { accepted, rejected, duplicated, rows, actions, userIds };
+  return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live };
 }
 
 function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles: UserSeen[], bot: BotSnapshot | null): BatchResult {
@@ -123,6 +183,10 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
     userIds: [...r.userIds],
     profiles,
     bot,
+    quarantine: r.quarantine.bytes(),
+    quarantineCount: r.quarantine.rows,
+    quarantineCodes: r.quarantineCodes,
+    live: r.live,
   };
 }
 

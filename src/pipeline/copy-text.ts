@@ -70,3 +70,31 @@ export class RowBuffer {
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }
+
+/** Column order of every COPY into `quarantine`. */
+export const QUARANTINE_COLUMNS = ['project_id', 'bot_id', 'channel', 'connection_id', 'user_id', 'received_at', 'event_id', 'codes', 'diagnostics', 'event', 'truncated'] as const;
+
+export interface QuarantineContext extends RowContext {
+  connection: string;
+  /** The verified initData user (webapp endpoint). */
+  userId: string | null;
+}
+
+export interface QuarantinedEvent {
+  /** As sent (cut), null when none. */
+  eventId: string | null;
+  codes: string[];
+  /** JSON text of the event's diagnostics. */
+  diagnostics: string;
+  /** JSON text of the event as sent, cut when `truncated`. */
+  event: string;
+  truncated: boolean;
+}
+
+/** One row of COPY text for the quarantine, newline included. */
+export function quarantineRow(ctx: QuarantineContext, q: QuarantinedEvent): string {
+  return (
+    `${ctx.projectId}\t${ctx.botId}\t${ctx.channel}\t${copyText(ctx.connection)}\t${ctx.userId ?? '\\N'}\t${ctx.receivedAt}\t` +
+    `${q.eventId === null ? '\\N' : copyText(q.eventId)}\t{${q.codes.join(',')}}\t${copyJson(q.diagnostics)}\t${copyText(q.event)}\t${q.truncated ? 't' : 'f'}\n`
+  );
+}

@@ -26,6 +26,8 @@ export const DIAGNOSTICS = {
   string_unicode_repaired: { severity: 'warning', description: 'A string held unpaired UTF-16 surrogates; each was replaced by U+FFFD.' },
   user_profile_invalid: { severity: 'warning', description: 'An item of users[] is not a valid profile; it was skipped.' },
   bot_snapshot_invalid: { severity: 'warning', description: 'The bot snapshot is not valid; it was ignored.' },
+  schema_violation: { severity: 'error', description: "The event breaks its schema in the project's tracking plan: an error (the event is rejected and quarantined) under mode block, a warning (stored) under mode warn." },
+  event_unplanned: { severity: 'error', description: "The event's name is not in the project's tracking plan: an error under unplannedEvents block, a warning under warn, nothing under allow." },
   bot_snapshot_mismatch: { severity: 'warning', description: "The bot snapshot names a messengerBotId other than the bot's configured one (set with the admin API only); it was ignored." },
 } as const satisfies Record<string, { severity: Severity; description: string }>;
 
@@ -40,18 +42,45 @@ export interface Diagnostic {
   message: string;
 }
 
-export const MAX_DIAGNOSTICS = 100;
+export type DiagnosticCounts = Partial<Record<`${DiagnosticCode}/${Severity}`, number>>;
 
-/** Collects diagnostics for one request: all are counted, the first 100 are kept. */
+/** Codes whose severity the project's tracking plan decides (the table gives the stricter one). */
+export const PLAN_CODES: ReadonlySet<DiagnosticCode> = new Set(['schema_violation', 'event_unplanned']);
+
+export const MAX_DIAGNOSTICS = 100;
+/** Kept per event for the quarantine and the live view. */
+export const MAX_EVENT_DIAGNOSTICS = 50;
+
+/**
+ * Collects diagnostics for one request: all are counted, the first 100 are kept for the response.
+ * While an event is being checked (between beginEvent and endEvent), its own diagnostics are kept
+ * apart as well, so that a rejected event can be quarantined with every reason.
+ */
 export class DiagnosticSink {
   readonly items: Diagnostic[] = [];
   truncated = false;
-  readonly counts: Partial<Record<DiagnosticCode, number>> = {};
+  /** Per "code/severity": a plan's codes come with either severity. */
+  readonly counts: DiagnosticCounts = {};
+  private current: Diagnostic[] | null = null;
 
-  add(eventId: string | null, code: DiagnosticCode, path: string, message: string): void {
-    this.counts[code] = (this.counts[code] ?? 0) + 1;
+  beginEvent(): void {
+    this.current = [];
+  }
+
+  /** The diagnostics of the event begun last. */
+  endEvent(): Diagnostic[] {
+    const d = this.current ?? [];
+    this.current = null;
+    return d;
+  }
+
+  add(eventId: string | null, code: DiagnosticCode, path: string, message: string, severity: Severity = DIAGNOSTICS[code].severity): void {
+    const key = `${code}/${severity}` as const;
+    this.counts[key] = (this.counts[key] ?? 0) + 1;
+    const item: Diagnostic = { event_id: eventId, code, severity, path, message };
+    if (this.current !== null && this.current.length < MAX_EVENT_DIAGNOSTICS) this.current.push(item);
     if (this.items.length < MAX_DIAGNOSTICS) {
-      this.items.push({ event_id: eventId, code, severity: DIAGNOSTICS[code].severity, path, message });
+      this.items.push(item);
     } else {
       this.truncated = true;
     }

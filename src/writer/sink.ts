@@ -18,6 +18,9 @@ export interface WriteRequest {
   /** True when `profiles` come from verified initData and replace stored ones. */
   authoritativeProfiles: boolean;
   bot: BotSnapshot | null;
+  /** COPY text of rejected events for the quarantine, committed with the rows. */
+  quarantine: Uint8Array;
+  quarantineCount: number;
 }
 
 export interface WriteOutcome {

@@ -3,11 +3,12 @@
 // writer connections never deadlock on them. Values travel as array literals: each is escaped
 // for the array syntax and then for the string literal (standard_conforming_strings is on).
 import type { BotSnapshot, UserSeen } from '../model.js';
-import { EVENT_COLUMNS } from '../pipeline/copy-text.js';
+import { EVENT_COLUMNS, QUARANTINE_COLUMNS } from '../pipeline/copy-text.js';
 
 const COLS = EVENT_COLUMNS.join(', ');
 export const COPY_EVENTS = `COPY events (${COLS}) FROM STDIN`;
 export const BEGIN_COPY_EVENTS = `BEGIN; ${COPY_EVENTS}`;
+export const COPY_QUARANTINE = `COPY quarantine (${QUARANTINE_COLUMNS.join(', ')}) FROM STDIN`;
 /** The same through the connection's staging table, when a batch meets rows already stored. */
 export const BEGIN_COPY_STAGING = `BEGIN;
 CREATE TEMP TABLE IF NOT EXISTS ingest_staging (LIKE events, ord bigint GENERATED ALWAYS AS IDENTITY);

@@ -5,10 +5,10 @@
 import { latestBots } from './bots.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
 import {
-  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, billingSql, insertStagedSql, ledgerSql, sightingsSql, type StoredCount, updateBotsSql, upsertUsersSql,
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, sightingsSql, type StoredCount, updateBotsSql, upsertUsersSql,
 } from './statements.js';
 import type { UserRows } from './users.js';
-import { PgError, type QueryResult, type WireConnection } from './wire.js';
+import { PgError, type QueryResult, type ScriptPart, type WireConnection } from './wire.js';
 
 export interface Committed {
   outcomes: WriteOutcome[];
@@ -60,8 +60,14 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   if (bots.length > 0) statements.push(updateBotsSql(bots));
   statements.push('COMMIT');
   const tail = { sql: statements.join(';\n') };
+  // Rejected events go to the quarantine in the same transaction as the rows.
+  const quarantined = batch.filter((r) => r.quarantineCount > 0);
+  const quarantine: ScriptPart[] = quarantined.length === 0 ? [] : [
+    { sql: COPY_QUARANTINE },
+    { copyData: quarantined.length === 1 ? quarantined[0]!.quarantine : Buffer.concat(quarantined.map((r) => r.quarantine)) },
+  ];
 
-  const results = staged ? await conn.script([tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, tail]);
+  const results = staged ? await conn.script([...quarantine, tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, ...quarantine, tail]);
   const err = firstError(results);
   if (err !== null) throw err;
   const last = results[results.length - 1]!;

@@ -1,0 +1,101 @@
+// The admin API of event quality: a project's tracking plan, its quarantine, and replay.
+import { HttpError } from '../errors.js';
+import type { HttpServer, Request } from '../http/server.js';
+import { replay, type ReplayDeps } from '../ingest/replay.js';
+import { compilePlan, MAX_PLAN_BYTES, PlanInvalid, type TrackingPlan } from '../pipeline/plans.js';
+import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from './api.js';
+import type { QualityStore } from './quality-store.js';
+import type { AdminStore } from './store.js';
+
+const planShape = ajv.compile({
+  type: 'object', additionalProperties: false, required: ['mode', 'unplannedEvents', 'events'],
+  properties: {
+    mode: { enum: ['warn', 'block'] },
+    unplannedEvents: { enum: ['allow', 'warn', 'block'] },
+    events: { type: 'object', additionalProperties: { anyOf: [{ type: 'object' }, { type: 'boolean' }] }, propertyNames: { minLength: 1, maxLength: 4096 } },
+  },
+});
+
+const replayShape = ajv.compile({
+  type: 'object', additionalProperties: false,
+  properties: {
+    ids: { type: 'array', maxItems: 10_000, items: { type: 'integer', minimum: 1 } },
+    code: { type: 'string', minLength: 1, maxLength: 64 },
+    dryRun: { type: 'boolean' },
+  },
+});
+
+const CODE = /^[a-z_]{1,64}$/;
+
+function queryOf(req: Request): { code: string | undefined; limit: number; before: number | undefined } {
+  const q = new URLSearchParams(req.query);
+  const code = q.get('code') ?? undefined;
+  if (code !== undefined && !CODE.test(code)) throw new HttpError('bad_request', { message: 'code must be a diagnostic code such as schema_violation.' });
+  const limitRaw = q.get('limit');
+  const limit = limitRaw === null ? 100 : Number(limitRaw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError('bad_request', { message: 'limit must be an integer from 1 to 1000.' });
+  const beforeRaw = q.get('before');
+  const before = beforeRaw === null ? undefined : Number(beforeRaw);
+  if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) throw new HttpError('bad_request', { message: 'before must be the next cursor of an earlier page.' });
+  return { code, limit, before };
+}
+
+export interface QualityOptions {
+  guard: AdminGuard;
+  hooks: AdminHooks;
+  replay: Omit<ReplayDeps, 'store'>;
+}
+
+export function mountQuality(server: HttpServer, projects: AdminStore, store: QualityStore, o: QualityOptions): void {
+  const { guard, hooks } = o;
+  const project = async (req: Request) => {
+    const projectId = id(req);
+    found(await projects.getProject(projectId), 'project');
+    return projectId;
+  };
+
+  server
+    .route('put', '/admin/projects/:projectId/tracking-plan', guard(async (req, rb) => {
+      const projectId = await project(req);
+      const raw = await rb();
+      if (raw.byteLength > MAX_PLAN_BYTES) throw new HttpError('bad_request', { message: `The plan is ${raw.byteLength} bytes; at most ${MAX_PLAN_BYTES} are allowed.`, details: { maxBytes: MAX_PLAN_BYTES } });
+      const plan = await jsonBody<TrackingPlan>(async () => raw, planShape);
+      try {
+        compilePlan(plan);
+      } catch (err) {
+        if (err instanceof PlanInvalid) throw new HttpError('bad_request', { message: `The schema of event ${JSON.stringify(err.eventName.slice(0, 64))} does not compile: ${err.message}`, details: { eventName: err.eventName, error: err.message } });
+        throw err;
+      }
+      const stored = await store.putPlan(projectId, plan);
+      hooks.trackingPlanChanged(projectId);
+      return { status: 200, body: stored };
+    }), { maxBodyBytes: 4 * MAX_PLAN_BYTES })
+    .route('get', '/admin/projects/:projectId/tracking-plan', guard(async (req) => {
+      const projectId = await project(req);
+      return { status: 200, body: found(await store.getPlan(projectId), 'tracking plan') };
+    }))
+    .route('del', '/admin/projects/:projectId/tracking-plan', guard(async (req) => {
+      const projectId = await project(req);
+      await store.deletePlan(projectId);
+      hooks.trackingPlanChanged(projectId);
+      return { status: 204 };
+    }))
+    .route('get', '/admin/projects/:projectId/quarantine/summary', guard(async (req) => {
+      const projectId = await project(req);
+      return { status: 200, body: await store.summary(projectId) };
+    }))
+    .route('post', '/admin/projects/:projectId/quarantine/replay', guard(async (req, rb) => {
+      const projectId = await project(req);
+      const b = await jsonBody<{ ids?: number[]; code?: string; dryRun?: boolean }>(rb, replayShape, {});
+      return { status: 200, body: await replay({ ...o.replay, store }, projectId, { ids: b.ids, code: b.code }, b.dryRun === true) };
+    }))
+    .route('get', '/admin/projects/:projectId/quarantine', guard(async (req) => {
+      const projectId = await project(req);
+      return { status: 200, body: await store.listQuarantine(projectId, queryOf(req)) };
+    }))
+    .route('del', '/admin/projects/:projectId/quarantine', guard(async (req) => {
+      const projectId = await project(req);
+      await store.clear(projectId, queryOf(req).code);
+      return { status: 204 };
+    }));
+}

@@ -1,0 +1,118 @@
+// Replay of quarantined events: each runs through the current pipeline and tracking plan as if it
+// arrived now on its original channel and connection. Accepted events are stored (billed by the
+// usual rules, deduplicated by eventId) and leave quarantine; those already stored count as
+// duplicated and leave too; the others stay with their new reasons. A dry run changes nothing.
+import type { QualityStore, QuarantineFilter, QuarantineRow } from '../admin/quality-store.js';
+import type { Sql } from '../db/connect.js';
+import type { Quota } from '../limits/quota.js';
+import type { Channel } from '../model.js';
+import { type BatchContext, type BatchResult, processBotApiBatch, processWebappBatch } from '../pipeline/batch.js';
+import type { Diagnostic } from '../pipeline/diagnostics.js';
+import { parseUuid } from '../pipeline/ids.js';
+import type { EventSink, WriteOutcome } from '../writer/sink.js';
+import type { PlanCache } from './plans.js';
+
+export interface ReplayResult {
+  replayed: number;
+  accepted: number;
+  stillRejected: number;
+  duplicated: number;
+}
+
+export interface ReplayDeps {
+  sql: Sql;
+  store: QualityStore;
+  sink: EventSink;
+  quota: Quota;
+  plans: PlanCache;
+  onReplayed?: (r: ReplayResult) => void;
+}
+
+/** Events replayed per request to the admin API; the rest wait for the next one. */
+export const REPLAY_MAX = 10_000;
+
+interface Checked {
+  row: QuarantineRow;
+  eventId: string | null;
+  batch: BatchResult | null;
+  diagnostics: Diagnostic[];
+}
+
+function check(row: QuarantineRow, ctx: BatchContext): Checked {
+  if (row.truncated) {
+    const diagnostics: Diagnostic[] = [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message: 'the event was longer than 64 KiB when it arrived; only its beginning was kept, so it cannot be replayed' }];
+    return { row, eventId: null, batch: null, diagnostics };
+  }
+  const event: unknown = JSON.parse(row.event);
+  const eventId = parseUuid((event as { eventId?: unknown } | null)?.eventId);
+  const r = ctx.channel === 'webapp'
+    ? processWebappBatch([event], ctx, { id: row.userId ?? '0' })
+    : processBotApiBatch({ events: [event] }, ctx);
+  if (!r.ok) {
+    const diagnostics: Diagnostic[] = [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message: r.refusal.message ?? r.refusal.code }];
+    return { row, eventId, batch: null, diagnostics };
+  }
+  return { row, eventId, batch: r.batch, diagnostics: r.batch.diagnostics };
+}
+
+export async function replay(deps: ReplayDeps, projectId: string, filter: QuarantineFilter, dryRun: boolean): Promise<ReplayResult> {
+  const rows = await deps.store.quarantined(projectId, filter, REPLAY_MAX);
+  const plan = await deps.plans.get(projectId);
+  const bots = new Map((await deps.sql<{ bot_id: string; messenger_bot_id: string | null }[]>`
+    SELECT bot_id, messenger_bot_id FROM bots WHERE bot_id = ANY(${[...new Set(rows.map((r) => r.botId))]}::uuid[])`).map((b) => [b.bot_id, b.messenger_bot_id]));
+  const receivedAt = new Date().toISOString();
+  const seen = new Set<string>();
+  const result: ReplayResult = { replayed: rows.length, accepted: 0, stillRejected: 0, duplicated: 0 };
+  const accepted: Checked[] = [];
+  const duplicated: number[] = [];
+  const stillRejected: { id: number; diagnostics: Diagnostic[] }[] = [];
+  for (const row of rows) {
+    const ctx: BatchContext = {
+      projectId, botId: row.botId, receivedAt, channel: row.channel as Channel, connection: row.connectionId, userId: row.userId,
+      messengerBotId: bots.get(row.botId) ?? null, plan,
+    };
+    const c = check(row, ctx);
+    if (c.batch === null || c.batch.accepted === 0) stillRejected.push({ id: row.id, diagnostics: c.diagnostics });
+    else if (c.eventId !== null && seen.has(c.eventId)) duplicated.push(row.id);
+    else {
+      if (c.eventId !== null) seen.add(c.eventId);
+      accepted.push(c);
+    }
+  }
+
+  if (dryRun) {
+    const ids = accepted.map((a) => a.eventId!);
+    const stored = new Set((await deps.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${projectId} AND event_id = ANY(${ids}::uuid[])`).map((r) => r.event_id));
+    const redelivered = accepted.filter((a) => stored.has(a.eventId!)).length;
+    return { replayed: rows.length, accepted: accepted.length - redelivered, stillRejected: stillRejected.length, duplicated: duplicated.length + redelivered };
+  }
+
+  // One request per event, so each learns whether it was stored or already there; the writer
+  // still commits them together.
+  const outcomes = await Promise.all(accepted.map(async (a): Promise<WriteOutcome> => {
+    const b = a.batch!;
+    const reservation = await deps.quota.reserve(projectId, b.accepted);
+    try {
+      const o = await deps.sink.submit({
+        projectId, botId: a.row.botId, connection: a.row.connectionId, receivedAt, rows: b.rows, rowCount: b.rowCount, actions: b.actions,
+        // A webapp event's user is its verified initData user.
+        userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], authoritativeProfiles: false, bot: null, quarantine: new Uint8Array(0), quarantineCount: 0,
+      });
+      deps.quota.settle(reservation, o.billed);
+      return o;
+    } catch (err) {
+      deps.quota.release(reservation);
+      throw err;
+    }
+  }));
+  outcomes.forEach((o, i) => {
+    if (o.redelivered > 0) duplicated.push(accepted[i]!.row.id);
+    else result.accepted++;
+  });
+  await deps.store.release(projectId, [...accepted.map((a) => a.row.id), ...duplicated]);
+  await deps.store.rediagnose(projectId, stillRejected);
+  result.duplicated = duplicated.length;
+  result.stillRejected = stillRejected.length;
+  deps.onReplayed?.(result);
+  return result;
+}
