@@ -5,9 +5,10 @@ import { ed25519Bench } from './ed25519.js';
 import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
 import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
 import { flood } from './floods.js';
+import { benchPlan } from './lib/payloads.js';
 import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
 
-const ALL = ['ceiling', 'b-large', 'b-small', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-5m'] as const;
+const ALL = ['ceiling', 'b-large', 'b-large-plan', 'b-large-10pct-invalid', 'b-small', 'b-small-live', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-5m'] as const;
 type Name = (typeof ALL)[number];
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
@@ -56,33 +57,50 @@ async function main(): Promise<void> {
   let ceilingRowsPerS: number | null = null;
 
   try {
-    // The ceiling and b-large share one table; the ceiling goes first so b-large meets the larger table.
-    const main = await freshDatabase(pg.url);
-    try {
-      if (want('ceiling') || want('b-large')) {
-        const c = await ceiling(main, { durationS });
+    if (want('ceiling') || want('b-large')) {
+      const db = await freshDatabase(pg.url);
+      try {
+        const c = await ceiling(db, { durationS });
         ceilingRowsPerS = c.rowsPerS;
         rows.push({ scenario: 'ceiling (COPY 1000-row batches, 2 connections)', 'events/s': c.rowsPerS, 'pg cores': c.postgresCores, 'table rows': `${fmt(c.tableRowsBefore)} → ${fmt(c.tableRowsAfter)}`, '× ceiling': 1 });
         results.push({ name: 'ceiling', value: Math.round(c.rowsPerS), unit: 'rows/s' });
         say(`ceiling: ${fmt(c.rowsPerS)} rows/s`);
+      } finally {
+        await db.drop();
       }
-      if (want('b-large')) {
-        const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
-        const f = await endpointB(`b-large (B, 1000-event batches, ${conns} conn)`, main, { ...o, events: 1000, connections: conns });
+    }
+
+    // b-large and its variants, each on a fresh table, compared with b-large of the same run.
+    const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
+    const largeVariants = [
+      ['b-large', `b-large (B, 1000-event batches, ${conns} conn)`, {}],
+      ['b-large-plan', 'b-large-plan (same, a tracking plan of 6 event schemas, mode block, every event valid)', { plan: benchPlan('block') }],
+      ['b-large-10pct-invalid', 'b-large-10pct-invalid (same, one event in ten rejected and quarantined)', { invalidEvery: 10 }],
+    ] as const;
+    let largeEventsPerS: number | null = null;
+    for (const [name, label, extra] of largeVariants) {
+      if (!want(name)) continue;
+      const db = await freshDatabase(pg.url);
+      try {
+        const f = await endpointB(label, db, { ...o, events: 1000, connections: conns, ...extra });
         rows.push(figuresRow(f, ceilingRowsPerS));
-        results.push({ name: 'b-large_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
-        results.push({ name: 'b-large_p99', value: f.p99Ms, unit: 'ms' });
-        if (ceilingRowsPerS) results.push({ name: 'b-large_ratio_to_ceiling', value: f.eventsPerS / ceilingRowsPerS, unit: 'ratio' });
-        say(`b-large: ${fmt(f.eventsPerS)} events/s`);
+        results.push({ name: `${name}_events`, value: Math.round(f.eventsPerS), unit: 'events/s' });
+        results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
+        if (name === 'b-large') {
+          largeEventsPerS = f.eventsPerS;
+          if (ceilingRowsPerS) results.push({ name: 'b-large_ratio_to_ceiling', value: f.eventsPerS / ceilingRowsPerS, unit: 'ratio' });
+        } else if (largeEventsPerS !== null) results.push({ name: `${name}_ratio_to_b-large`, value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
+        say(`${name}: ${fmt(f.eventsPerS)} events/s`);
+      } finally {
+        await db.drop();
       }
-    } finally {
-      await main.drop();
     }
 
     const smallReqPerS = new Map<string, number>();
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     const smallVariants = [
       ['b-small', 'b-small (B, 10-event batches, 100 conn)', extraEnv, undefined],
+      ['b-small-live', 'b-small-live (same, one live viewer watching)', extraEnv, undefined],
       ['b-small-users', 'b-small-users (same, each event a user of a million, one users[] profile per request)', extraEnv, undefined],
       ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
       ['b-small-scraped', 'b-small-scraped (same as b-small, /metrics polled every 100 ms)', extraEnv, 100],
@@ -91,7 +109,7 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, userChurn: name === 'b-small-users', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
+        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
@@ -100,6 +118,7 @@ async function main(): Promise<void> {
           results.push({ name: 'small_server_cpu_per_request', value: Math.round((f.serverCores * 1e6) / f.requestsPerS), unit: 'us' });
           results.push({ name: 'small_pg_cpu_per_request', value: Math.round((f.postgresCores * 1e6) / f.requestsPerS), unit: 'us' });
         }
+        if (name === 'b-small-live' && smallReqPerS.has('b-small')) results.push({ name: 'b-small-live_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
         if (name === 'b-small-users' && smallReqPerS.has('b-small')) results.push({ name: 'b-small-users_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
         say(`${name}: ${fmt(f.requestsPerS)} req/s`);
       } finally {

@@ -4,7 +4,8 @@
 import { processBotApiBatch } from '../src/pipeline/batch.js';
 import { COPY_EVENTS } from '../src/writer/statements.js';
 import { WireConnection } from '../src/writer/wire.js';
-import { type Database, provision, scrape, type Service, startService, tableRows } from './lib/env.js';
+import { WebSocket } from 'ws';
+import { adminCall, ADMIN_TOKEN, type Database, provision, scrape, type Service, startService, tableRows } from './lib/env.js';
 import { load, type LoadResult } from './lib/load.js';
 import { event, runTail, serverBatch, slotsIn, stamp, template } from './lib/payloads.js';
 import { cpuWindow, peakRssMiB } from './lib/proc.js';
@@ -67,7 +68,15 @@ async function measure(name: string, db: Database, svc: Service, events: number,
 }
 
 /** Endpoint B with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per request. */
-export async function endpointB(name: string, db: Database, o: RunOptions & { events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number; userChurn?: boolean }): Promise<Figures> {
+export async function endpointB(name: string, db: Database, o: RunOptions & {
+  events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number; userChurn?: boolean;
+  /** A tracking plan to put in force first. */
+  plan?: Record<string, unknown>;
+  /** Every n-th event invalid (quarantined). */
+  invalidEvery?: number;
+  /** One live viewer watching the project throughout. */
+  viewer?: boolean;
+}): Promise<Figures> {
   const svc = await startService(db.url, o.env);
   // A Prometheus-like scraper polling /metrics throughout, to show what counting costs.
   let scraping = o.scrapeEveryMs !== undefined;
@@ -78,19 +87,51 @@ export async function endpointB(name: string, db: Database, o: RunOptions & { ev
     }
   })();
   try {
-    const { token } = await provision(svc.url);
+    const { token, projectId } = await provision(svc.url);
+    if (o.plan !== undefined) await adminCall(svc.url, 'PUT', `/admin/projects/${projectId}/tracking-plan`, o.plan);
+    const viewer = o.viewer ? await watch(svc.url, projectId) : null;
     const tail = runTail();
     // Several templates, so consecutive requests differ in users and names as real traffic does.
-    const templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.events, { tail, users: 20_000 }, k * o.events));
+    const templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.events, { tail, users: 20_000, ...(o.invalidEvery === undefined ? {} : { invalidEvery: o.invalidEvery }) }, k * o.events));
     let counter = 0;
     const body = o.userChurn ? churnBody(templates) : () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
-    return await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
+    const f = await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
+    if (viewer !== null) {
+      f.extra = { 'live messages': viewer.messages(), 'live skipped': viewer.skipped() };
+      viewer.close();
+    }
+    if (o.invalidEvery !== undefined) {
+      const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM quarantine`;
+      f.extra = { ...f.extra, quarantined: n };
+    }
+    return f;
   } finally {
     scraping = false;
     await scraper;
     await svc.stop();
   }
+}
+
+/** A live viewer of the project, counting what it receives. */
+async function watch(base: string, projectId: string): Promise<{ messages(): number; skipped(): number; close(): void }> {
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/admin/live?projectId=${projectId}`);
+  let messages = 0;
+  let skipped = 0;
+  ws.on('message', (data) => {
+    const m = JSON.parse(data.toString()) as { type?: string; skipped?: number };
+    if (m.type === 'ready') return;
+    messages++;
+    skipped += m.skipped ?? 0;
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ token: ADMIN_TOKEN }));
+      resolve();
+    });
+    ws.on('error', reject);
+  });
+  return { messages: () => messages, skipped: () => skipped, close: () => ws.close() };
 }
 
 /**

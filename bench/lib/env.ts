@@ -110,7 +110,7 @@ export async function startService(databaseUrl: string, env: Record<string, stri
   };
 }
 
-async function adminCall<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
+export async function adminCall<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },

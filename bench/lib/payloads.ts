@@ -33,6 +33,35 @@ export interface EventOptions {
   users: number;
   /** Endpoint A events carry no user id, origin or floats. */
   webapp?: boolean;
+  /** Every n-th event is invalid (its platformUserId is not a number): rejected and quarantined. */
+  invalidEvery?: number;
+}
+
+/**
+ * A tracking plan for these events: six of the eight event names, each with 3 to 5 checked
+ * properties that every generated event satisfies.
+ */
+export function benchPlan(mode: 'warn' | 'block'): Record<string, unknown> {
+  const common = {
+    eventType: { enum: TYPES },
+    propsString: { type: 'object', required: ['screen', 'variant'], properties: { screen: { enum: SCREENS }, variant: { enum: ['a', 'b'] } } },
+    propsLong: { type: 'object', required: ['items'], properties: { items: { type: 'integer', minimum: 0, maximum: 6 }, price_cents: { type: 'integer', minimum: 0 } } },
+    propsBool: { type: 'object', properties: { first_time: { type: 'boolean' } } },
+    text: { type: 'string', maxLength: 200 },
+  };
+  const pick = (keys: (keyof typeof common)[]) => ({ type: 'object', required: ['propsString'], properties: Object.fromEntries(keys.map((k) => [k, common[k]])) });
+  return {
+    mode,
+    unplannedEvents: 'allow',
+    events: {
+      message_received: pick(['eventType', 'propsString', 'propsLong']),
+      command_start: pick(['eventType', 'propsString', 'propsLong', 'propsBool']),
+      button_click: pick(['eventType', 'propsString', 'propsLong', 'propsBool', 'text']),
+      screen_view: pick(['propsString', 'propsLong', 'propsBool']),
+      order_created: pick(['eventType', 'propsString', 'propsLong', 'text']),
+      item_added: pick(['eventType', 'propsString', 'propsBool', 'text']),
+    },
+  };
 }
 
 export function event(i: number, o: EventOptions): Record<string, unknown> {
@@ -45,7 +74,7 @@ export function event(i: number, o: EventOptions): Record<string, unknown> {
   };
   if (!o.webapp) {
     e.eventOrigin = platform ? 'platform' : 'custom';
-    e.platformUserId = String(100_000_000 + ((i * 7919) % o.users));
+    e.platformUserId = o.invalidEvery !== undefined && i % o.invalidEvery === o.invalidEvery - 1 ? 'not-a-user-id' : String(100_000_000 + ((i * 7919) % o.users));
   }
   e.propsString = { screen: SCREENS[i % SCREENS.length], variant: i % 2 ? 'a' : 'b', ...(platform ? { 'tg.chat_type': 'private' } : {}) };
   // The message id carries a slot too (1, then 8 stamped digits, then the event index), so every

@@ -152,7 +152,7 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
     if (eventId === null) {
       diag.add(shownId, 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
     }
-    const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag);
+    const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag, ctx.plan != null);
     if (ev === null || eventId === null || (ctx.plan != null && !checkPlan(ctx.plan, ev, ctx.channel, () => shownId, diag))) {
       reject(raw, shownId, diag.endEvent());
       continue;

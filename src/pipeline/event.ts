@@ -38,6 +38,8 @@ export interface NormalizedEvent {
   /** The promoted "$tg" section as JSON text. */
   tg: string | null;
   actionKey: string | null;
+  /** The kept properties as objects, by bucket and with their names as sent; built only for a tracking plan to check. */
+  props: Partial<Record<'propsString' | 'propsLong' | 'propsFloat' | 'propsBool', Record<string, unknown>>> | null;
 }
 
 export const PROP_KEY = /^[A-Za-z_][A-Za-z0-9_.]{0,127}$/;
@@ -99,7 +101,7 @@ function cleanString(s: string, max: number, id: () => string | null, path: stri
  * Checks and repairs one event whose eventId is already known to be valid.
  * Returns null when the event is rejected (an error diagnostic was added).
  */
-export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag: DiagnosticSink): NormalizedEvent | null {
+export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag: DiagnosticSink, withProps = false): NormalizedEvent | null {
   // How diagnostics name the event, computed only when one is reported.
   let shownId: string | null | undefined;
   const id = () => (shownId === undefined ? (shownId = diagnosticId(ev.eventId)) : shownId);
@@ -174,6 +176,7 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag:
     propsBool: null,
     tg: null,
     actionKey: null,
+    props: withProps ? {} : null,
   };
   collectProps(ev, out, mode, id, diag);
   return out;
@@ -222,6 +225,8 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () =>
       if (bucket.type === 'string') {
         value = cleanString(value as string, LIMITS.stringValueChars, id, `${bucket.path}.${key}`, 'prop_value_truncated', diag);
       }
+      // Null-prototype objects: a key such as __proto__ stays data.
+      if (out.props !== null) (out.props[bucket.field] ??= Object.create(null) as Record<string, unknown>)[key] = value;
       if (promote && key.startsWith(TG_PREFIX)) {
         const field = key.slice(TG_PREFIX.length);
         if (Object.hasOwn(TG_REGISTRY, field)) {

@@ -6,7 +6,6 @@ import { LRUCache } from 'lru-cache';
 import type { Endpoint } from '../endpoints.js';
 import type { DiagnosticSink, Severity } from './diagnostics.js';
 import type { NormalizedEvent } from './event.js';
-import { TG_REGISTRY } from './registry.js';
 
 export type PlanMode = 'warn' | 'block';
 export type UnplannedPolicy = 'allow' | 'warn' | 'block';
@@ -76,9 +75,7 @@ const SNAKE: Record<string, string> = {
   eventName: 'event_name', eventType: 'event_type', text: 'text', platformUserId: 'platform_user_id', eventOrigin: 'event_origin',
   propsString: 'props_string', propsLong: 'props_long', propsFloat: 'props_float', propsBool: 'props_bool',
 };
-const BUCKET_OF = { string: 'propsString', long: 'propsLong', float: 'propsFloat', bool: 'propsBool' } as const;
-
-/** The event as a schema sees it: the request's field names, the repaired values, `tg.*` fields back in their buckets. */
+/** The event as a schema sees it: the request's field names, the repaired values, `tg.*` fields in their buckets as sent. */
 export function eventView(ev: NormalizedEvent, endpoint: Endpoint): Record<string, unknown> {
   const view: Record<string, unknown> = { eventName: ev.eventName, eventType: ev.eventType };
   if (ev.text !== null) view.text = ev.text;
@@ -86,15 +83,7 @@ export function eventView(ev: NormalizedEvent, endpoint: Endpoint): Record<strin
     view.platformUserId = ev.platformUserId;
     view.eventOrigin = ev.origin;
   }
-  for (const bucket of ['propsString', 'propsLong', 'propsFloat', 'propsBool'] as const) {
-    if (ev[bucket] !== null) view[bucket] = JSON.parse(ev[bucket]!);
-  }
-  if (ev.tg !== null) {
-    for (const [field, value] of Object.entries(JSON.parse(ev.tg) as Record<string, unknown>)) {
-      const bucket = BUCKET_OF[TG_REGISTRY[field]!];
-      ((view[bucket] ??= {}) as Record<string, unknown>)[`tg.${field}`] = value;
-    }
-  }
+  if (ev.props !== null) Object.assign(view, ev.props);
   return view;
 }
 

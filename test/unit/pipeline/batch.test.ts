@@ -64,7 +64,7 @@ describe('processBotApiBatch: counting', () => {
     const b = ok({ events: Array.from({ length: 150 }, () => ev({ eventType: 'odd' })) });
     expect(b.diagnostics).toHaveLength(100);
     expect(b.diagnosticsTruncated).toBe(true);
-    expect(b.diagnosticCounts.event_type_unknown).toBe(150);
+    expect(b.diagnosticCounts['event_type_unknown/warning']).toBe(150);
   });
 });
 
@@ -139,7 +139,21 @@ describe('processWebappBatch', () => {
   });
 
   it('refuses an empty or oversized batch', () => {
-    const r = processWebappBatch([], { ...ctx, channel: 'webapp' }, user);
-    expect(r.ok).toBe(false);
+    const webapp = (events: unknown) => processWebappBatch(events, { ...ctx, channel: 'webapp' }, user);
+    const botApi = (events: unknown) => processBotApiBatch({ events }, ctx);
+    const many = (n: number) => Array.from({ length: n }, () => ev());
+    for (const [name, process] of [['webapp', webapp], ['bot_api', botApi]] as const) {
+      expect(process([]), name).toEqual({ ok: false, refusal: { code: 'events_invalid', message: '"events" is empty; send at least one event.' } });
+      expect(process(many(1001)), name).toEqual({
+        ok: false,
+        refusal: { code: 'events_invalid', message: '"events" holds 1001 events; at most 1000 are allowed per request.', details: { count: 1001, max: 1000 } },
+      });
+      for (const notArray of [{}, 'events', 7, null, undefined, { 0: ev(), length: 1 }]) {
+        expect(process(notArray), `${name} ${JSON.stringify(notArray)}`).toEqual({ ok: false, refusal: { code: 'events_invalid', message: '"events" must be an array of events.' } });
+      }
+      // The largest batch allowed goes through.
+      const full = process(many(1000));
+      expect(full.ok && full.batch.accepted, name).toBe(1000);
+    }
   });
 });
