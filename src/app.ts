@@ -10,6 +10,7 @@ import { BotResolver } from './auth/bots.js';
 import type { Config } from './config.js';
 import { connect, type Sql } from './db/connect.js';
 import { migrate, schemaReady } from './db/migrations.js';
+import { maintainPartitions } from './db/partitions.js';
 import { watchDatabase } from './db/watch.js';
 import { PATHS, routeGroup } from './endpoints.js';
 import { HttpError } from './errors.js';
@@ -66,6 +67,14 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   await waitForDatabase(sql, log);
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
+  // Partitions exist well before rows need them; old ones go when EVENTS_RETENTION_MONTHS says so.
+  const maintain = async () => {
+    const m = await maintainPartitions(sql, config.eventsRetentionMonths);
+    if (m.created.length + m.dropped.length > 0) log.info(m, 'event partitions maintained');
+  };
+  await maintain();
+  const partitioner = setInterval(() => maintain().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'maintaining event partitions failed')), 3_600_000);
+  partitioner.unref();
   const unwatch = watchDatabase(sql, log);
 
   const verifications = { hits: 0, misses: 0 };
@@ -218,6 +227,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         for (const s of servers) s.stopListening();
         unwatch();
         clearInterval(pruner);
+        clearInterval(partitioner);
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
         await sink.close();

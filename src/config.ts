@@ -41,6 +41,8 @@ export interface Config {
   initDataVerifyQueue: number;
   /** Failed admin authentications per client address and minute. */
   adminAuthFailuresPerMin: number;
+  /** Months of events kept besides the current one (whole monthly partitions dropped past it); null: all. */
+  eventsRetentionMonths: number | null;
   /** Quarantined events kept per project (the oldest go first) and for how long. */
   quarantineMaxEvents: number;
   quarantineRetentionDays: number;
@@ -201,6 +203,8 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     adminAuthFailuresPerMin: integer(env, 'ADMIN_AUTH_FAILURES_PER_MIN', 20, 1),
     adminHost,
     adminPort,
+    // At least 1: deduplication looks back into the previous month's partition.
+    eventsRetentionMonths: raw(env, 'EVENTS_RETENTION_MONTHS') === undefined ? null : integer(env, 'EVENTS_RETENTION_MONTHS', 0, 1, 1200),
     quarantineMaxEvents: integer(env, 'QUARANTINE_MAX_EVENTS', 100_000, 1, 100_000_000),
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),

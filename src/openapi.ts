@@ -6,15 +6,17 @@ import { ERRORS } from './errors.js';
 import { DIAGNOSTICS } from './pipeline/diagnostics.js';
 import { componentHeaders, componentParameters, securitySchemes } from './openapi/operations.js';
 import { paths } from './openapi/paths.js';
-import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES } from './openapi/schemas.js';
+import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES, severitiesOf } from './openapi/schemas.js';
 
 const DESCRIPTION = `Ingestion of analytics events from a messenger's mini-apps (the webapp endpoint, \`POST /tg/webapp\`)
 and bot backends (the bot_api endpoint, \`POST /tg\`) into PostgreSQL, and the admin API that provisions projects,
-bots and tokens. A \`202\` means the events are committed.
+bots and tokens, and looks after event quality (tracking plans, the quarantine, replay, the live view). A \`202\`
+means the events are committed.
 
-Every response carries \`X-Request-Id\`. Errors are \`{error, message, details?}\` with \`error\` one of
-\`x-error-codes\`; the ingestion body lists diagnostics whose \`code\` is one of \`x-diagnostic-codes\`.
-An unknown path answers 404 \`not_found\`.`;
+Every response carries \`X-Request-Id\`, except the answers of the live view's WebSocket upgrade (\`GET /admin/live\`:
+its 101 and its 400). Errors are \`{error, message, details?}\` with \`error\` one of \`x-error-codes\`; the ingestion
+body lists diagnostics whose \`code\` is one of \`x-diagnostic-codes\`, each with its severity, or both severities
+for the codes of a tracking plan, whose severity the project's plan decides. An unknown path answers 404 \`not_found\`.`;
 
 let cached: Record<string, unknown> | null = null;
 
@@ -25,7 +27,7 @@ export function openApiDocument(): Record<string, unknown> {
     info: { title: 'tg-ingest', version: '1', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
     tags: [
       { name: 'ingestion', description: 'The webapp endpoint (A, mini-app code) and the bot_api endpoint (B, bot backends).' },
-      { name: 'admin', description: 'Provisioning, usage and reports; `Authorization: Bearer <ADMIN_TOKEN>`.' },
+      { name: 'admin', description: 'Provisioning, usage, reports and event quality; `Authorization: Bearer <ADMIN_TOKEN>` (the live view: the token in its first WebSocket message).' },
       { name: 'operations', description: 'Probes, metrics, this document and the admin page.' },
     ],
     paths: paths(),
@@ -36,7 +38,11 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: securitySchemes(),
     },
     'x-error-codes': Object.fromEntries(ERROR_CODES.map((c) => [c, { status: ERRORS[c].status, message: ERRORS[c].message }])),
-    'x-diagnostic-codes': Object.fromEntries(DIAGNOSTIC_CODES.map((c) => [c, { severity: DIAGNOSTICS[c].severity, description: DIAGNOSTICS[c].description }])),
+    // One severity per code, or both (["warning", "error"]) for the codes whose severity a tracking plan decides.
+    'x-diagnostic-codes': Object.fromEntries(DIAGNOSTIC_CODES.map((c) => {
+      const s = severitiesOf(c);
+      return [c, { severity: s.length === 1 ? s[0] : s, description: DIAGNOSTICS[c].description }];
+    })),
   };
   return cached;
 }

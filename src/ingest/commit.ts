@@ -67,6 +67,7 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
       profiles: batch.profiles,
       authoritativeProfiles: t.authoritativeProfiles,
       bot: batch.bot,
+      recheck: batch.recheck,
       quarantine: batch.quarantine,
       quarantineCount: batch.quarantineCount,
     });

@@ -96,7 +96,7 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
       const o = await deps.sink.submit({
         projectId, botId: a.row.botId, connection: a.row.connectionId, receivedAt, rows: b.rows, rowCount: b.rowCount, actions: b.actions,
         // A webapp event's user is its verified initData user.
-        userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], authoritativeProfiles: false, bot: null, quarantine: new Uint8Array(0), quarantineCount: 0,
+        userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], authoritativeProfiles: false, bot: null, recheck: b.recheck, quarantine: new Uint8Array(0), quarantineCount: 0,
       });
       deps.quota.settle(reservation, o.billed);
       return o;

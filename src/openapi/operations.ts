@@ -30,6 +30,9 @@ const HEADERS = {
   'Access-Control-Allow-Methods': { description: 'Methods allowed cross-origin.', schema: { type: 'string' } },
   'Access-Control-Allow-Headers': { description: 'Request headers allowed cross-origin.', schema: { type: 'string' } },
   'Access-Control-Max-Age': { description: 'Seconds a browser may cache the preflight.', schema: seconds },
+  Upgrade: { description: '`websocket`: the connection now speaks the WebSocket protocol.', schema: { type: 'string', pattern: '^[Ww]eb[Ss]ocket$' } },
+  Connection: { description: '`Upgrade`.', schema: { type: 'string', pattern: '^[Uu]pgrade$' } },
+  'Sec-WebSocket-Accept': { description: "Derived from the request's Sec-WebSocket-Key (RFC 6455).", schema: { type: 'string', pattern: '^[A-Za-z0-9+/]{27}=$' } },
 } as const satisfies Record<string, HeaderDef>;
 
 export type HeaderName = keyof typeof HEADERS;
@@ -109,10 +112,16 @@ export interface OperationSpec {
   allow?: string;
   /** Headers beyond X-Request-Id, per status (Retry-After on 429/503 and Allow on 405 are added). */
   headers?: (status: number) => HeaderSet;
+  /** Statuses written by uWebSockets.js during a WebSocket upgrade, before the service's headers: no X-Request-Id. */
+  bareStatuses?: number[];
+  /** Extensions (`x-…`) added to the operation as they are. */
+  extensions?: Obj;
 }
 
+const requestIdFor = (spec: OperationSpec, status: number): HeaderSet => (spec.bareStatuses?.includes(status) ? {} : { 'X-Request-Id': 'required' });
+
 function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]): Obj {
-  const headers: HeaderSet = { 'X-Request-Id': 'required', ...spec.headers?.(status) };
+  const headers: HeaderSet = { ...requestIdFor(spec, status), ...spec.headers?.(status) };
   if (status === 429 || status === 503) headers['Retry-After'] = 'required';
   if (status === 405) headers.Allow = 'required';
   const list = codes.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join(' / ');
@@ -129,7 +138,7 @@ function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]):
 function responses(spec: OperationSpec): Record<string, Obj> {
   const out: Record<number, Obj> = {};
   for (const [status, s] of Object.entries(spec.success)) {
-    const headers = headerObjects({ 'X-Request-Id': 'required', ...spec.headers?.(Number(status)), ...s.headers });
+    const headers = headerObjects({ ...requestIdFor(spec, Number(status)), ...spec.headers?.(Number(status)), ...s.headers });
     out[Number(status)] = { description: s.description, headers, ...(s.content === undefined ? {} : { content: s.content }) };
   }
   const byStatus = new Map<number, ErrorCode[]>();
@@ -153,5 +162,6 @@ export function operation(spec: OperationSpec): Obj {
     parameters: [param('RequestId'), ...(spec.parameters ?? [])],
     ...(spec.requestBody === undefined ? {} : { requestBody: spec.requestBody }),
     responses: responses(spec),
+    ...spec.extensions,
   };
 }

@@ -1,5 +1,10 @@
-// Every route of src/app.ts, src/admin/api.ts and src/admin/page.ts as an OpenAPI path item.
+// Every route of src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/live.ts and
+// src/admin/page.ts as an OpenAPI path item.
+import { PATHS } from '../endpoints.js';
 import type { ErrorCode } from '../errors.js';
+import { QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
+import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
+import { REPLAY_MAX } from '../ingest/replay.js';
 import { ERROR_CODES, ref } from './schemas.js';
 import { json, type HeaderSet, type Obj, operation, type OperationSpec, param } from './operations.js';
 
@@ -14,6 +19,11 @@ const INITDATA_ERRORS = ERROR_CODES.filter((c) => c.startsWith('initdata_'));
 const accepted = { description: 'The events are committed to PostgreSQL; the body counts them and lists diagnostics.', content: json(ref('IngestionResponse')) };
 
 const RETRY = 'Retry only 429 and 503 (webapp: 408, 429 and 5xx), honouring Retry-After, with the same eventIds: stored events are recognised and neither stored nor billed twice.';
+
+const QUALITY = [
+  `When the project has a tracking plan, each event that passes the checks is then validated against the plan's schema for its name: \`schema_violation\` (at most ${MAX_SCHEMA_VIOLATIONS} per event) and \`event_unplanned\` are warnings or errors as the plan says (modes \`warn\`/\`block\`, \`unplannedEvents\` \`allow\`/\`warn\`/\`block\`).`,
+  `Every event rejected with an error is kept in the project's quarantine (committed with the accepted rows; over ${QUARANTINE_EVENT_BYTES / 1024} KiB of JSON, only its beginning), not billed, and can be replayed with the admin API once fixed. A request refused whole (an error code) keeps nothing.`,
+].join(' ');
 
 /** Every answer of the bot_api endpoint carries them (before the token is known, a full bucket); a 405 comes from no endpoint. */
 function rateLimitHeaders(status: number): HeaderSet {
@@ -31,6 +41,7 @@ function endpointB(path: string, operationId: string): Obj {
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
       'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
       'RateLimit-* headers come with every answer (before the token is known, those of a full bucket).',
+      QUALITY,
       RETRY,
     ].join('\n\n'),
     tags: ['ingestion'],
@@ -54,6 +65,7 @@ function endpointA(path: string, idSuffix: string): Obj {
     description: [
       'The user is identified by `auth.initData`, signed by the messenger with Ed25519; no secret is involved, so this is the endpoint for client code.',
       'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400; 413 past `WEBAPP_MAX_BODY_BYTES`, also once decompressed), `botId` (400, 401, 409), initData (401; 429 `auth_rate_limited` once the client address or the bot is past its budget of failed checks), the bot\'s settings (409), the token bucket of (bot, user) (429), the plan (402, 503), then each event.',
+      QUALITY,
       RETRY,
     ].join('\n\n'),
     tags: ['ingestion'],
@@ -89,6 +101,8 @@ interface AdminSpec {
   summary: string;
   description?: string;
   ids?: ('ProjectId' | 'BotId' | 'TokenId')[];
+  /** Query parameters. */
+  query?: Obj[];
   /** Component name of the JSON body. */
   body?: string;
   bodyRequired?: boolean;
@@ -108,7 +122,7 @@ function adminOp(a: AdminSpec): Obj {
     ...(a.description === undefined ? {} : { description: a.description }),
     tags: ['admin'],
     security: 'AdminToken',
-    parameters: (a.ids ?? []).map(param),
+    parameters: [...(a.ids ?? []).map(param), ...(a.query ?? [])],
     ...(a.body === undefined ? {} : { requestBody: { required: a.bodyRequired ?? true, content: json(ref(a.body)) } }),
     success: a.success,
     errors: [...new Set(errors)],
@@ -173,6 +187,114 @@ function adminPaths(): Record<string, Obj> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Event quality: tracking plans, the quarantine and replay (src/admin/quality-api.ts)
+
+const query = (name: string, description: string, schema: Obj): Obj => ({ name, in: 'query', required: false, description, schema });
+const codeQuery = (what: string): Obj => query('code', `Only entries with an error of this diagnostic code (${what}); not a code's shape (\`^[a-z_]{1,64}$\`): 400.`, { type: 'string', pattern: '^[a-z_]{1,64}$' });
+
+function qualityPaths(): Record<string, Obj> {
+  const ids: AdminSpec['ids'] = ['ProjectId'];
+  return {
+    '/admin/projects/{projectId}/tracking-plan': {
+      put: adminOp({
+        operationId: 'putTrackingPlan', summary: "Set the project's tracking plan",
+        description: [
+          'Replaces the plan; its `version` goes up by one. Every schema is compiled first (JSON Schema draft 2020-12, unknown keywords refused): one that does not compile is 400 `bad_request` with `details: {eventName, error}`, and the plan in force stays.',
+          'A body over 256 KiB is 400 `bad_request` with `details: {maxBytes}` (over 1 MiB, 413). The plan is in force at once on this instance and within 2 × `AUTH_CACHE_TTL_MS` on the others; events already stored are not checked again.',
+        ].join('\n\n'),
+        ids, body: 'TrackingPlan', success: { 200: ok('The plan in force, with its version.', ref('StoredTrackingPlan')) },
+      }),
+      get: adminOp({
+        operationId: 'getTrackingPlan', summary: "Read the project's tracking plan",
+        ids, success: { 200: ok('The plan in force.', ref('StoredTrackingPlan')) }, description: 'An unknown project, or one without a plan, is 404.',
+      }),
+      delete: adminOp({
+        operationId: 'deleteTrackingPlan', summary: "Remove the project's tracking plan",
+        description: 'Events are no longer checked against a plan (on other instances within 2 × `AUTH_CACHE_TTL_MS`). Removing a plan that is not there is 204 too; the next plan gets the next version.',
+        ids, success: { 204: { description: 'No plan in force.' } },
+      }),
+    },
+    '/admin/projects/{projectId}/quarantine': {
+      get: adminOp({
+        operationId: 'listQuarantine', summary: 'List quarantined events, newest first',
+        description: 'Events rejected with an error after authentication, on either endpoint, with their diagnostics and the event as sent. Pages of `limit`; pass `next` as `before` for the next page.',
+        ids, errors: ['bad_request'],
+        query: [
+          codeQuery('e.g. `schema_violation`'),
+          query('limit', 'Entries per page, 1 to 1000 (default 100); anything else: 400.', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+          query('before', 'The `next` of the page before: only entries with a smaller `id`. Not a positive integer: 400.', { type: 'integer', minimum: 1 }),
+        ],
+        success: { 200: ok('One page.', ref('QuarantinePage')) },
+      }),
+      delete: adminOp({
+        operationId: 'clearQuarantine', summary: 'Delete quarantined events',
+        description: 'All of the project\'s entries, or those with an error of `code`. They cannot be replayed afterwards.',
+        ids, errors: ['bad_request'], query: [codeQuery('all when absent')],
+        success: { 204: { description: 'Deleted.' } },
+      }),
+    },
+    '/admin/projects/{projectId}/quarantine/summary': {
+      get: adminOp({
+        operationId: 'getQuarantineSummary', summary: 'Quarantined events per error code',
+        ids, success: { 200: ok('Most frequent first; empty when the quarantine is.', list('QuarantineCount')) },
+      }),
+    },
+    '/admin/projects/{projectId}/quarantine/replay': {
+      post: adminOp({
+        operationId: 'replayQuarantine', summary: 'Replay quarantined events through the current pipeline and plan',
+        description: [
+          `Takes the chosen entries (oldest first, at most ${REPLAY_MAX} per call; call again for more) and runs each as if it arrived now on its original endpoint and connection (token or bot), under the tracking plan in force.`,
+          'Events that pass are stored, billed by the usual rules (deduplicated by eventId) and leave the quarantine; events whose eventId is stored already count as `duplicated` and leave too; the others stay, with the diagnostics of this replay. An entry cut to its first 64 KiB always stays rejected.',
+          '`dryRun: true` answers the counts a replay would and changes nothing (it does not look at the allowance).',
+          'Replayed events count against the allowance like any others: 402 `allowance_exhausted` when it is used up. Should it run out during the call, the events stored until then stay listed in the quarantine and count as `duplicated` at the next replay.',
+        ].join('\n\n'),
+        ids, body: 'ReplayRequest', bodyRequired: false, errors: ['allowance_exhausted', 'unavailable', 'overloaded'],
+        success: { 200: ok('What became of the chosen entries.', ref('ReplayResult')) },
+      }),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The live view (src/admin/live.ts): a WebSocket
+
+function livePath(): Obj {
+  return {
+    get: operation({
+      operationId: 'liveView', summary: "Watch a project's events as they are answered (WebSocket)",
+      description: [
+        'A WebSocket (RFC 6455): send `GET /admin/live?projectId=<uuid>` with the upgrade headers; the answer is `101 Switching Protocols`, or `400 bad_request` when `projectId` is not a UUID. Without the upgrade headers the path answers 404. The project is not looked up: an unknown one simply has no events. These two answers come from the WebSocket library and carry no X-Request-Id.',
+        'The admin token is never put in the URL: the client\'s first message is `{"token": "<ADMIN_TOKEN>"}` (`LiveSignIn`), within 5 s. A wrong or missing token closes the socket with code 4001 (`admin_unauthorized`), or 4029 (`auth_rate_limited`) once the address is past `ADMIN_AUTH_FAILURES_PER_MIN`, the budget it shares with the admin API.',
+        'Then the server sends `{"type": "ready", "projectId", "perSecond"}` and one JSON message per event of the project that this instance answers (`LiveMessage`): `{eventId, eventName, eventType, channel, botId, receivedAt, status, diagnostics, event, skipped}`, where `status` is `accepted`, `rejected` or `duplicated`, `event` is the event as sent, and `skipped` counts the events not sent to this viewer since the message before.',
+        'Each viewer gets at most `LIVE_MESSAGES_PER_S` messages a second (a burst of as many, then a steady rate); a viewer that does not read fast enough has messages skipped rather than queued. Each instance shows only the events it answers itself: behind a load balancer, watch every instance. Events replayed from the quarantine are not shown. Messages from the client after the token are ignored.',
+      ].join('\n\n'),
+      tags: ['admin'],
+      parameters: [
+        { name: 'projectId', in: 'query', required: true, description: 'The project to watch, a UUID; anything else: 400.', schema: { type: 'string', format: 'uuid' } },
+        { name: 'Upgrade', in: 'header', required: true, description: '`websocket`; without the upgrade headers the path answers 404.', schema: { type: 'string' } },
+        { name: 'Sec-WebSocket-Key', in: 'header', required: true, description: 'A random 16-byte value in base64 (RFC 6455).', schema: { type: 'string' } },
+        { name: 'Sec-WebSocket-Version', in: 'header', required: true, description: '`13`.', schema: { type: 'string', const: '13' } },
+      ],
+      success: {
+        101: {
+          description: 'Switching Protocols: the WebSocket is open. Send `LiveSignIn` first; then `LiveMessage`s arrive.',
+          headers: { Upgrade: 'required', Connection: 'required', 'Sec-WebSocket-Accept': 'required' },
+        },
+      },
+      errors: ['bad_request', 'not_found'],
+      bareStatuses: [101, 400],
+      extensions: {
+        'x-websocket': {
+          clientMessages: ref('LiveSignIn'),
+          serverMessages: ref('LiveMessage'),
+          closeCodes: { 4001: 'admin_unauthorized: no valid token in the first message (or none within 5 s)', 4029: 'auth_rate_limited: too many wrong tokens from this address' },
+        },
+      },
+    }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Operations
 
 /** The admin page's files under /admin/page/ (src/admin/page.ts) and their media types. */
@@ -219,6 +341,8 @@ export function paths(): Record<string, Obj> {
     '/tg/webapp': endpointA('/tg/webapp', ''),
     '/messenger/webapp': endpointA('/messenger/webapp', 'Messenger'),
     ...adminPaths(),
+    ...qualityPaths(),
+    [PATHS.adminLive]: livePath(),
     ...operationsPaths(),
   };
 }

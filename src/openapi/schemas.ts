@@ -1,10 +1,13 @@
 // JSON Schema 2020-12 component schemas of the OpenAPI document. The enums of error and diagnostic
 // codes are read from their tables (src/errors.ts, src/pipeline/diagnostics.ts), the limits and
 // patterns from the pipeline's own constants, so the document follows the code when either changes.
+import { ENDPOINTS } from '../endpoints.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
-import { MAX_EVENTS } from '../pipeline/batch.js';
-import { DIAGNOSTICS, MAX_DIAGNOSTICS, type DiagnosticCode, type Severity } from '../pipeline/diagnostics.js';
+import { REPLAY_MAX } from '../ingest/replay.js';
+import { MAX_EVENTS, QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
+import { DIAGNOSTICS, MAX_DIAGNOSTICS, MAX_EVENT_DIAGNOSTICS, PLAN_CODES, type DiagnosticCode, type Severity } from '../pipeline/diagnostics.js';
 import { EVENT_TYPES, LIMITS, PROP_KEY } from '../pipeline/event.js';
+import { MAX_PLAN_BYTES, MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
 
 export type Schema = Record<string, unknown>;
 
@@ -29,6 +32,15 @@ export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
 export const DIAGNOSTIC_CODES = Object.keys(DIAGNOSTICS) as DiagnosticCode[];
 export const SEVERITIES = [...new Set(DIAGNOSTIC_CODES.map((c) => DIAGNOSTICS[c].severity))].sort() as Severity[];
 
+/**
+ * The severities a code comes with: its table severity, or both for the codes of a tracking plan
+ * (PLAN_CODES), whose severity the project's plan decides (the table holds the stricter one).
+ */
+export const severitiesOf = (c: DiagnosticCode): Severity[] => (PLAN_CODES.has(c) ? ['warning', 'error'] : [DIAGNOSTICS[c].severity]);
+
+/** The severity as the documentation words it. */
+export const severityText = (c: DiagnosticCode): string => (PLAN_CODES.has(c) ? 'warning or error (the plan decides)' : DIAGNOSTICS[c].severity);
+
 /** Every HTTP status of the error table, ascending. */
 export const ERROR_STATUSES = [...new Set(ERROR_CODES.map((c) => ERRORS[c].status as number))].sort((a, b) => a - b);
 
@@ -44,7 +56,7 @@ function errorBody(codes: readonly ErrorCode[], title: string): Schema {
   return closed({
     error: { type: 'string', enum: [...codes], description: `Machine code:\n\n${errorList(codes)}` },
     message: { type: 'string', description: 'Human-readable reason; may be more specific than the default message above.' },
-    details: { type: 'object', description: 'Where useful, e.g. `{index, field}` for `event_invalid`, `{maxBytes}` for `payload_too_large`, `{errors}` (ajv) for `bad_request`.' },
+    details: { type: 'object', description: 'Where useful, e.g. `{index, field}` for `event_invalid`, `{maxBytes}` for `payload_too_large`, `{errors}` (ajv) for `bad_request`; for a tracking plan that does not compile `{eventName, error}` (ajv\'s message), for one that is too large `{maxBytes}`.' },
   }, ['error', 'message'], title);
 }
 
@@ -56,6 +68,7 @@ function errorSchemas(): Record<string, Schema> {
 
 function diagnosticSchemas(): Record<string, Schema> {
   // Each code has one severity: stated in the schema, so a response pairing them otherwise is invalid.
+  // The codes of a tracking plan come with either, as the plan decides, and are left free.
   const severityOfCode = SEVERITIES.map((s) => ({
     if: { properties: { code: { enum: DIAGNOSTIC_CODES.filter((c) => DIAGNOSTICS[c].severity === s) } } },
     then: { properties: { severity: { const: s } } },
@@ -64,16 +77,19 @@ function diagnosticSchemas(): Record<string, Schema> {
     DiagnosticCode: {
       type: 'string',
       enum: DIAGNOSTIC_CODES,
-      description: `Machine code of a diagnostic:\n\n${DIAGNOSTIC_CODES.map((c) => `- \`${c}\` (${DIAGNOSTICS[c].severity}): ${DIAGNOSTICS[c].description}`).join('\n')}`,
+      description: `Machine code of a diagnostic:\n\n${DIAGNOSTIC_CODES.map((c) => `- \`${c}\` (${severityText(c)}): ${DIAGNOSTICS[c].description}`).join('\n')}`,
     },
-    Severity: { type: 'string', enum: SEVERITIES, description: '`warning`: the event was repaired and stored (counts in `accepted`); `error`: it was dropped (counts in `rejected`).' },
+    Severity: {
+      type: 'string', enum: SEVERITIES,
+      description: `\`warning\`: the event was repaired and stored (counts in \`accepted\`); \`error\`: it was dropped (counts in \`rejected\`) and kept in the project's quarantine. Each code has one severity, except ${[...PLAN_CODES].map((c) => `\`${c}\``).join(' and ')}, whose severity the project's tracking plan decides.`,
+    },
     Diagnostic: {
       ...closed({
         event_id: { type: ['string', 'null'], description: 'The eventId as sent (cut when long); null when the event has no string eventId or the item is not an event (`users[i]`, `bot`).' },
         code: ref('DiagnosticCode'),
         severity: ref('Severity'),
-        path: { type: 'string', description: 'The field or property concerned, snake_case: `platform_user_id`, `props_string.<key>`, `users[3]`.' },
-        message: { type: 'string' },
+        path: { type: 'string', description: 'The field or property concerned, snake_case: `platform_user_id`, `props_string.<key>`, `users[3]`; for a tracking plan\'s `schema_violation` the instance path of the failing value (`props_long.amount`, `event_type`), `event` for the event as a whole.' },
+        message: { type: 'string', description: 'Human-readable; for `schema_violation` the JSON Schema validator\'s message (`must be >= 1`).' },
       }),
       allOf: severityOfCode,
     },
@@ -228,6 +244,90 @@ function adminSchemas(): Record<string, Schema> {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Event quality: tracking plans, the quarantine, replay (src/admin/quality-api.ts), the live view
+// (src/admin/live.ts).
+
+const KIB = (bytes: number) => `${bytes / 1024} KiB`;
+
+function qualitySchemas(): Record<string, Schema> {
+  const mode = { type: 'string', enum: ['warn', 'block'], description: 'What a planned event that breaks its schema gets: `warn`, `schema_violation` warnings (the event is stored); `block`, `schema_violation` errors (the event is rejected and quarantined).' };
+  const unplanned = { type: 'string', enum: ['allow', 'warn', 'block'], description: 'What an event whose name the plan does not list gets: `allow`, nothing; `warn`, an `event_unplanned` warning (stored); `block`, an `event_unplanned` error (rejected and quarantined).' };
+  const events = {
+    type: 'object',
+    propertyNames: { minLength: 1, maxLength: 4096 },
+    additionalProperties: { anyOf: [{ type: 'object' }, { type: 'boolean' }] },
+    description: [
+      'Event name → a JSON Schema (draft 2020-12) of the event as the service has normalized it, with the request\'s field names: `eventName`, `eventType`, `text`, `propsString`, `propsLong`, `propsFloat`, `propsBool`, and on the bot_api endpoint `platformUserId` and `eventOrigin`.',
+      'Values are the repaired ones (a truncated string, a dropped property are what the schema sees); `tg.*` fields of platform events appear in their buckets as sent (`propsLong["tg.total_amount"]`). `eventId` and `eventDate` are not part of it.',
+      `Unknown keywords are refused (a typo would otherwise check nothing); formats are not validated. At most ${MAX_SCHEMA_VIOLATIONS} \`schema_violation\` diagnostics per event.`,
+    ].join(' '),
+  };
+  const planFields = { mode, unplannedEvents: unplanned, events };
+  const counts = {
+    replayed: count(`Quarantined events taken by this call (at most ${REPLAY_MAX}, oldest first).`),
+    accepted: count('Events that pass now: stored (billed by the usual rules) and out of quarantine; in a dry run, those that would be.'),
+    stillRejected: count('Events that still fail: they stay in quarantine with their new diagnostics (a dry run changes nothing).'),
+    duplicated: count('Events whose eventId is stored already (sent again by the client, or replayed twice in this call): out of quarantine, nothing stored.'),
+  };
+  const liveEvent = closed({
+    eventId: { type: ['string', 'null'], description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.' },
+    eventName: { type: ['string', 'null'], description: 'The normalized name of an accepted event; the name as sent (cut to 256 characters) otherwise; null when there was none.' },
+    eventType: { type: ['string', 'null'], description: 'As eventName.' },
+    channel: { type: 'string', enum: [...ENDPOINTS] },
+    botId: uuid,
+    receivedAt: instant,
+    status: { type: 'string', enum: ['accepted', 'rejected', 'duplicated'], description: '`rejected` events are in the quarantine; `duplicated`: a repeat of an eventId earlier in the same request.' },
+    diagnostics: { type: 'array', maxItems: MAX_EVENT_DIAGNOSTICS, items: ref('Diagnostic'), description: "This event's diagnostics, warnings included." },
+    event: { description: 'The event as sent.' },
+    skipped: count("Events of this project this viewer was not sent since the message before (the sample's limit)."),
+  }, undefined, 'One event, sent once it has been answered.');
+  return {
+    TrackingPlan: {
+      ...closed(planFields, undefined, `A project's tracking plan. The body may be at most ${KIB(MAX_PLAN_BYTES)} (else 400 \`bad_request\` with \`details.maxBytes\`); a schema that does not compile is 400 \`bad_request\` with \`details: {eventName, error}\`. A changed plan is in force at once on the instance that took it and within 2 × \`AUTH_CACHE_TTL_MS\` on the others.`),
+    },
+    StoredTrackingPlan: closed({
+      ...planFields,
+      version: { type: 'integer', minimum: 1, description: "Counts the project's plans: 1, 2, … (a deleted plan keeps its number; the next one gets a new one)." },
+      updatedAt: instant,
+    }),
+    QuarantineItem: closed({
+      id: { type: 'integer', minimum: 1, description: 'The entry\'s id, for `ids` of a replay; newer entries have larger ids.' },
+      eventId: { type: ['string', 'null'], description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.' },
+      receivedAt: { ...instant, description: 'When the request arrived.' },
+      channel: { type: 'string', enum: [...ENDPOINTS] },
+      botId: uuid,
+      userId: { type: ['string', 'null'], pattern: USER_ID_PATTERN, description: 'The verified initData user (webapp endpoint), as a digit string; null on bot_api.' },
+      diagnostics: { type: 'array', maxItems: MAX_EVENT_DIAGNOSTICS, items: ref('Diagnostic'), description: 'Why it was rejected (its warnings too); after a replay that still rejects it, the reasons of that replay.' },
+      event: { description: `The event as sent (any JSON value); when it was over ${KIB(QUARANTINE_EVENT_BYTES)} of JSON, a string holding its first ${KIB(QUARANTINE_EVENT_BYTES)} and \`truncated\` is true.` },
+      truncated: { type: 'boolean', description: 'The event was cut: it cannot be replayed.' },
+    }, undefined, 'An event rejected with an error after authentication, as sent.'),
+    QuarantinePage: closed({
+      items: { type: 'array', maxItems: 1000, items: ref('QuarantineItem'), description: 'Newest first.' },
+      next: { type: ['integer', 'null'], minimum: 1, description: 'Pass it as `before` for the next page; null at the end.' },
+    }),
+    QuarantineCount: closed({ code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 } }, undefined, 'Entries with an error of this code (an entry with several codes counts under each).'),
+    ReplayRequest: {
+      type: 'object', additionalProperties: false,
+      description: `Which quarantined events to replay, oldest first, at most ${REPLAY_MAX} per call: those of \`ids\`, those with an error of \`code\` (both: both must hold); neither: all. An empty body is \`{}\`.`,
+      properties: {
+        ids: { type: 'array', maxItems: REPLAY_MAX, items: { type: 'integer', minimum: 1 }, description: '`id`s of quarantine entries.' },
+        code: { type: 'string', minLength: 1, maxLength: 64, description: 'A diagnostic code of severity error, e.g. `schema_violation`.' },
+        dryRun: { type: 'boolean', description: 'true: only count what would happen; nothing is stored, billed or removed.' },
+      },
+    },
+    ReplayResult: closed(counts, undefined, '`replayed = accepted + stillRejected + duplicated`.'),
+    LiveSignIn: closed({ token: { type: 'string', description: 'The admin token.' } }, undefined, "The viewer's first message on the live view's WebSocket."),
+    LiveMessage: {
+      description: 'A message of the live view: first `ready`, then one per event of the project answered by this instance, as sampled.',
+      oneOf: [
+        closed({ type: { type: 'string', const: 'ready' }, projectId: uuid, perSecond: { type: 'integer', minimum: 1, description: '`LIVE_MESSAGES_PER_S`: events sent per second to this viewer at most.' } }, undefined, 'Signed in; events follow.'),
+        liveEvent,
+      ],
+    },
+  };
+}
+
 function probeSchemas(): Record<string, Schema> {
   return {
     Health: closed({ status: { type: 'string', const: 'ok' } }),
@@ -238,5 +338,5 @@ function probeSchemas(): Record<string, Schema> {
 }
 
 export function componentSchemas(): Record<string, Schema> {
-  return { ...errorSchemas(), ...diagnosticSchemas(), ...eventSchemas(), ...adminSchemas(), ...probeSchemas() };
+  return { ...errorSchemas(), ...diagnosticSchemas(), ...eventSchemas(), ...adminSchemas(), ...qualitySchemas(), ...probeSchemas() };
 }

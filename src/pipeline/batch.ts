@@ -37,6 +37,11 @@ export interface BatchResult {
   quarantineCodes: Record<string, number>;
   /** Events for the live view, when someone watches the project (at most the sample asked for). */
   live: LiveEvent[] | null;
+  /**
+   * Accepted events dated before the day after the month of receipt began: only those can have been
+   * received in an earlier month, whose partition the writer checks for them.
+   */
+  recheck: string[];
 }
 
 export type LiveStatus = 'accepted' | 'rejected' | 'duplicated';
@@ -109,6 +114,9 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
   const quarantine = new RowBuffer(0);
   const quarantineCodes: Record<string, number> = {};
   const live: LiveEvent[] | null = (ctx.liveSample ?? 0) > 0 ? [] : null;
+  const recheck: string[] = [];
+  const received = new Date(ctx.receivedAt);
+  const recheckBefore = Date.UTC(received.getUTCFullYear(), received.getUTCMonth(), 2);
   let accepted = 0;
   let rejected = 0;
   let duplicated = 0;
@@ -163,9 +171,10 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
     userIds.add(ev.platformUserId!);
     rows.push(eventRow(ctx, ev));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
+    if (Date.parse(ev.eventDate) < recheckBefore) recheck.push(eventId);
     watch(raw, 'accepted', diagnostics, ev);
   }
-  return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live };
+  return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live, recheck };
 }
 
 function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles: UserSeen[], bot: BotSnapshot | null): BatchResult {
@@ -187,6 +196,7 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
     quarantineCount: r.quarantine.rows,
     quarantineCodes: r.quarantineCodes,
     live: r.live,
+    recheck: r.recheck,
   };
 }
 

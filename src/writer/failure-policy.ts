@@ -13,7 +13,8 @@ export const DOWN_MS = 500;
 export function classify(err: unknown): Failure {
   const e = err as { code?: string; constraint_name?: string };
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (code === '23505' && e.constraint_name === 'events_project_event_key') return 'conflict';
+  // A month partition's unique index, or an event found stored in an earlier month's partition.
+  if (code === '23505' && /^events(_\d{4}_\d{2})?_project_event_key$/.test(e.constraint_name ?? '')) return 'conflict';
   if (code === '40P01' || code === '40001') return 'retry';
   // SQLSTATE classes 22, 23, 42, XX: the data or the statement; anything else is the database's state.
   if (/^(22|23|42|XX)[0-9A-Z]{3}$/.test(code)) return 'data';

@@ -18,6 +18,8 @@ export interface WriteRequest {
   /** True when `profiles` come from verified initData and replace stored ones. */
   authoritativeProfiles: boolean;
   bot: BotSnapshot | null;
+  /** Event ids to look for in the previous month's partition (see BatchResult.recheck). */
+  recheck: string[];
   /** COPY text of rejected events for the quarantine, committed with the rows. */
   quarantine: Uint8Array;
   quarantineCount: number;

@@ -65,14 +65,15 @@ export function ledgerSql(stored: StoredCount[], shard: number): string {
  * statement waited for it; a free report another transaction took first makes ON CONFLICT DO
  * NOTHING return nothing, so the later one is billed.
  */
-export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: number): string {
+export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: number, since: string): string {
   return `WITH input AS (
       SELECT * FROM unnest(${sqlArray(claims.map((c) => c.projectId), 'uuid')}, ${sqlArray(claims.map((c) => c.key), 'text')},
                            ${sqlArray(claims.map((c) => c.connection), 'text')}, ${sqlArray(claims.map((c) => c.eventId), 'uuid')}, ${sqlArray(claims.map((c) => c.req), 'int')})
         WITH ORDINALITY AS t(project_id, action_key, connection_id, event_id, req, ord)
     ), mine AS (
       SELECT DISTINCT ON (i.project_id, i.event_id) i.*
-      FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id AND e.xmin = pg_current_xact_id()::xid
+      FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id
+        AND e.received_at >= ${since} AND e.xmin = pg_current_xact_id()::xid
       ORDER BY i.project_id, i.event_id, i.ord
     ), firsts AS (
       SELECT DISTINCT ON (project_id, action_key) project_id, action_key, connection_id
@@ -96,7 +97,7 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), unbilled AS (
       UPDATE events e SET billed = false
       FROM candidates c JOIN freed f USING (project_id, action_key, connection_id)
-      WHERE e.project_id = c.project_id AND e.event_id = c.event_id
+      WHERE e.project_id = c.project_id AND e.event_id = c.event_id AND e.received_at >= ${since}
       RETURNING c.project_id, c.req
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
@@ -112,18 +113,38 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     SELECT req, n FROM counts`;
 }
 
+/** The start of the month before the one `iso` falls in (UTC), as a timestamptz literal. */
+export function previousMonthStart(iso: string): string {
+  const d = new Date(iso);
+  return `'${new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1)).toISOString()}'::timestamptz`;
+}
+
 /**
- * Moves staged rows into events, skipping those already stored (redeliveries) and repeats within
- * the batch (the first wins). `bounds[i]` is the first staging ordinal of request i. Returns
- * (req, inserted).
+ * Raises a conflict when an event of this transaction was already stored in another month's
+ * partition since the start of the month before the batch's (the unique index of a partition sees
+ * only its own month). `since` from previousMonthStart.
  */
-export function insertStagedSql(bounds: number[]): string {
+export function storedBeforeSql(projectIds: string[], eventIds: string[], since: string): string {
+  return `SELECT tg_stored_before(EXISTS (
+      SELECT 1 FROM unnest(${sqlArray(projectIds, 'uuid')}, ${sqlArray(eventIds, 'uuid')}) AS i(p, id)
+      JOIN events e ON e.project_id = i.p AND e.event_id = i.id
+      WHERE e.received_at >= ${since} AND e.xmin <> pg_current_xact_id()::xid))`;
+}
+
+/**
+ * Moves staged rows into events, skipping those already stored (redeliveries, in this month's
+ * partition or since the start of the month before) and repeats within the batch (the first wins).
+ * `bounds[i]` is the first staging ordinal of request i. Returns (req, inserted).
+ */
+export function insertStagedSql(bounds: number[], since: string): string {
   return `WITH firsts AS (
       SELECT DISTINCT ON (project_id, event_id) * FROM ingest_staging ORDER BY project_id, event_id, ord
     ), ins AS (
       INSERT INTO events (${COLS})
-      SELECT ${COLS} FROM firsts ORDER BY project_id, event_id
-      ON CONFLICT (project_id, event_id) DO NOTHING
+      SELECT ${COLS} FROM firsts f
+      WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = f.project_id AND e.event_id = f.event_id AND e.received_at >= ${since})
+      ORDER BY project_id, event_id
+      ON CONFLICT DO NOTHING
       RETURNING project_id, event_id
     )
     SELECT width_bucket(f.ord, ${sqlArray(bounds, 'bigint')}) - 1 AS req, count(*)::int AS inserted

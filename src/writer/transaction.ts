@@ -5,7 +5,8 @@
 import { latestBots } from './bots.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
 import {
-  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, sightingsSql, type StoredCount, updateBotsSql, upsertUsersSql,
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, sightingsSql, storedBeforeSql, type StoredCount,
+  updateBotsSql, upsertUsersSql,
 } from './statements.js';
 import type { UserRows } from './users.js';
 import { PgError, type QueryResult, type ScriptPart, type WireConnection } from './wire.js';
@@ -29,6 +30,9 @@ function firstError(results: QueryResult[]): PgError | null {
  */
 export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: number, users: UserRows): Promise<Committed> {
   const data = batch.length === 1 ? batch[0]!.rows : Buffer.concat(batch.map((r) => r.rows));
+  // Rows of this transaction go to the partitions of their months of receipt; what they are checked
+  // against reaches back to the start of the month before the earliest.
+  const since = previousMonthStart(batch.reduce((min, r) => (r.receivedAt < min ? r.receivedAt : min), batch[0]!.receivedAt));
 
   let stored: number[];
   if (!staged) stored = batch.map((r) => r.rowCount);
@@ -39,7 +43,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
       bounds.push(next);
       next += r.rowCount;
     }
-    const results = await conn.script([{ sql: BEGIN_COPY_STAGING }, { copyData: data }, { sql: insertStagedSql(bounds) }]);
+    const results = await conn.script([{ sql: BEGIN_COPY_STAGING }, { copyData: data }, { sql: insertStagedSql(bounds, since) }]);
     const err = firstError(results);
     if (err !== null) throw err;
     stored = batch.map(() => 0);
@@ -50,8 +54,13 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const perProject = new Map<string, number>();
   batch.forEach((r, i) => perProject.set(r.projectId, (perProject.get(r.projectId) ?? 0) + stored[i]!));
   const storedCounts: StoredCount[] = [...perProject].map(([projectId, n]) => ({ projectId, stored: n }));
-  // The billing statement comes first: its rows are the unbilled counts.
-  const statements = [claims.length > 0 ? billingSql(claims, storedCounts, shard) : ledgerSql(storedCounts, shard)];
+  const statements: string[] = [];
+  // Before anything else: events that may have been stored in an earlier month (a conflict if so).
+  const recheck = staged ? [] : batch.flatMap((r) => r.recheck.map((id) => [r.projectId, id] as const));
+  if (recheck.length > 0) statements.push(storedBeforeSql(recheck.map(([p]) => p), recheck.map(([, id]) => id), since));
+  // Then the billing statement: its rows are the unbilled counts.
+  const billingAt = statements.length;
+  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, since) : ledgerSql(storedCounts, shard));
   const userRows = users.select(batch);
   if (userRows.sightings.ids.length > 0) statements.push(sightingsSql(userRows.sightings.projects, userRows.sightings.ids));
   if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
@@ -76,7 +85,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   users.committed(userRows);
 
   const unbilled = new Map<number, number>();
-  if (claims.length > 0) for (const [req, n] of last.statements[0]!.rows) unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
+  if (claims.length > 0) for (const [req, n] of last.statements[billingAt]!.rows) unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
   const outcomes = batch.map((r, i) => {
     const n = unbilled.get(i) ?? 0;
     return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: r.rowCount - stored[i]! };

@@ -84,7 +84,7 @@ describe('random batches on endpoint B', () => {
         const events = materialize(raw as Record<string, unknown>[]);
         const body = JSON.stringify({ events });
         const res = await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': p.token }, body });
-        const oracle = processBotApiBatch(JSON.parse(body), { projectId: p.projectId, botId: p.botId, receivedAt: new Date().toISOString(), channel: 'bot_api' });
+        const oracle = processBotApiBatch(JSON.parse(body), { projectId: p.projectId, botId: p.botId, receivedAt: new Date().toISOString(), channel: 'bot_api', connection: 'token:test', userId: null });
         seen.runs++;
         if (!oracle.ok) {
           seen.refused++;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { processBotApiBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
 
-const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const, messengerBotId: '99' };
+const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const, messengerBotId: '99', connection: 'token:test', userId: null };
 let n = 0;
 const id = () => `0b6f3a8e-5c1d-4e2a-9f7b-${String(++n).padStart(12, '0')}`;
 const ev = (over: Record<string, unknown> = {}) => ({ eventId: id(), eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42', ...over });
