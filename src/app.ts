@@ -7,6 +7,7 @@ import { mountAdminPage } from './admin/page.js';
 import { AdminStore } from './admin/store.js';
 import { TokenResolver } from './auth/api-tokens.js';
 import { BotResolver } from './auth/bots.js';
+import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import { connect, type Sql } from './db/connect.js';
 import { migrate, schemaReady } from './db/migrations.js';
@@ -25,6 +26,7 @@ import { IngestStats } from './ingest/stats.js';
 import { webappEndpoint } from './ingest/webapp.js';
 import { AuthFailures } from './limits/auth-failures.js';
 import { Quota } from './limits/quota.js';
+import { PgLeaseStore } from './limits/quota-leases.js';
 import { TokenBuckets } from './limits/token-bucket.js';
 import type { Logger } from './log.js';
 import { Metrics } from './metrics.js';
@@ -63,6 +65,8 @@ async function waitForDatabase(sql: Sql, log: Logger, timeoutMs = 30_000): Promi
 }
 
 export async function startApp({ config, databaseUrl, adminToken, log }: AppOptions): Promise<App> {
+  // This process among the instances sharing the database: its ledger rows and allowance leases.
+  const instanceId = randomUUID();
   const sql = connect(databaseUrl, { max: config.dbPoolSize, name: 'tg-ingest' });
   await waitForDatabase(sql, log);
   const applied = await migrate(sql);
@@ -97,6 +101,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     batchMaxWaitMs: config.batchMaxWaitMs,
     writeTimeoutMs: config.writeTimeoutMs,
     maxQueuedRows: config.writerMaxQueuedRows,
+    instanceId,
     onCommit: (c) => metrics.commit(c.path, c.rows, c.ms / 1000),
     onRedelivery: () => metrics.redelivery(),
     onError: (err, kind) => {
@@ -112,7 +117,11 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   });
   const tokens = new TokenResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
-  const quota = new Quota(sql, config.authCacheTtlMs, config.writeTimeoutMs);
+  // A lease admits events for a few seconds and counts for the others until its last batches have
+  // had their time to commit.
+  const leaseMs = Math.max(1000, 2 * config.authCacheTtlMs);
+  const leases = new PgLeaseStore(sql, { instanceId, leaseMs, holdMs: config.writeTimeoutMs + 5000 });
+  const quota = new Quota(sql, leases, { ttlMs: config.authCacheTtlMs, leaseMs, waitLimitMs: config.writeTimeoutMs });
   const plans = new PlanCache(sql, config.authCacheTtlMs);
   const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
   const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed });

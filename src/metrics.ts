@@ -95,7 +95,7 @@ export class Metrics {
     });
     const reported = new Map<string, number>();
     new client.Counter({
-      name: 'tg_ingest_cache_requests_total', help: 'Cache lookups, by cache (token, bot, plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],
+      name: 'tg_ingest_cache_requests_total', help: 'Cache lookups, by cache (token, bot, plan, tracking_plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],
       collect() {
         for (const [cache, c] of Object.entries(probes.caches())) {
           for (const [result, n] of [['hit', c.hits], ['miss', c.misses]] as const) {

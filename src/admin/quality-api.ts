@@ -27,10 +27,15 @@ const replayShape = ajv.compile({
 
 const CODE = /^[a-z_]{1,64}$/;
 
+function codeOf(req: Request): string | undefined {
+  const code = new URLSearchParams(req.query).get('code') ?? undefined;
+  if (code !== undefined && !CODE.test(code)) throw new HttpError('bad_request', { message: 'code must be a diagnostic code such as schema_violation.' });
+  return code;
+}
+
 function queryOf(req: Request): { code: string | undefined; limit: number; before: number | undefined } {
   const q = new URLSearchParams(req.query);
-  const code = q.get('code') ?? undefined;
-  if (code !== undefined && !CODE.test(code)) throw new HttpError('bad_request', { message: 'code must be a diagnostic code such as schema_violation.' });
+  const code = codeOf(req);
   const limitRaw = q.get('limit');
   const limit = limitRaw === null ? 100 : Number(limitRaw);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new HttpError('bad_request', { message: 'limit must be an integer from 1 to 1000.' });
@@ -95,7 +100,7 @@ export function mountQuality(server: HttpServer, projects: AdminStore, store: Qu
     }))
     .route('del', '/admin/projects/:projectId/quarantine', guard(async (req) => {
       const projectId = await project(req);
-      await store.clear(projectId, queryOf(req).code);
+      await store.clear(projectId, codeOf(req));
       return { status: 204 };
     }));
 }

@@ -1,15 +1,18 @@
-// Quota without a database round trip per request: each project's plan and this month's billed
-// count are cached and kept current by our own commits plus a periodic re-read (for other
-// instances and plan changes). A request reserves its accepted events before it is written, and is
-// admitted only while billed + reserved stays under the allowance, so the allowance is exceeded
-// by at most the last admitted batch. Near the limit a request waits for in-flight batches to settle
-// rather than being refused for events that may turn out to be redeliveries.
+// Quota without a database round trip per request, exact across instances. Each instance admits
+// events against a lease: a block of the project's monthly allowance granted to it in PostgreSQL
+// (a short transaction under an advisory lock), which every other instance counts as taken until
+// the events are billed or the lease's hold ends. A request is admitted while its instance's lease
+// has room, so the allowance is exceeded by at most one batch per instance, whatever the timing.
+// Far from the limit a lease is a large block renewed every few seconds; near it, blocks shrink to a
+// share of what is left, so no instance sits on room another needs. Between renewals, the plan and
+// this month's billed count are cached for the cheap 402 check made before a body is read.
 import type { Sql } from '../db/connect.js';
 import { readUsage } from '../db/usage.js';
 
 /**
  * exhausted: the allowance is used up (final); unreadable: the plan could not be read; settling:
- * the batches that may still free room did not settle in time (both worth a retry).
+ * what is left of the allowance is held by batches still being committed, here or on another
+ * instance (worth a retry).
  */
 export class QuotaRefusal extends Error {
   constructor(readonly reason: 'exhausted' | 'unreadable' | 'settling') {
@@ -18,12 +21,47 @@ export class QuotaRefusal extends Error {
   }
 }
 
+/** What a lease renewal found and granted. */
+export interface Grant {
+  allowance: number | null;
+  /** Billed this month by every instance. */
+  billed: number;
+  /** New events this instance may admit (its events in flight are counted apart, in the lease it holds). */
+  granted: number;
+}
+
+/** The lease store: PostgreSQL for the service, anything for a unit test. */
+export interface LeaseStore {
+  /**
+   * Replaces this instance's lease of the project's month: grants up to `want` new events out of
+   * what neither the ledger nor another instance's live lease holds (shared among the instances
+   * holding room), and records `inflight` (admitted, not billed yet) plus the grant as this
+   * instance's, for the others to count.
+   */
+  renew(projectId: string, inflight: number, want: number): Promise<Grant>;
+}
+
 interface Plan {
   allowance: number | null;
   billed: number;
-  reserved: number;
   month: string;
   loadedAt: number;
+}
+
+interface Lease {
+  month: string;
+  /** New events this lease admits; events in flight from before it are accounted apart. */
+  room: number;
+  used: number;
+  /** Admission under this lease stops then (monotonic ms). */
+  until: number;
+  startedAt: number;
+  renewing: Promise<void> | null;
+}
+
+/** Per project: events admitted and not settled yet, and who waits for them. */
+interface InFlight {
+  events: number;
   waiters: Set<() => void>;
 }
 
@@ -44,17 +82,33 @@ function currentMonth(nowMs: number): string {
   return monthCache.month;
 }
 
+export interface QuotaOptions {
+  /** How long a cached plan is trusted. */
+  ttlMs: number;
+  /** How long a lease admits events; renewed before that when it runs out of room. */
+  leaseMs: number;
+  /** How long a request may wait near the limit for this instance's in-flight batches to settle. */
+  waitLimitMs: number;
+  /** The smallest block a lease asks for far from the limit. */
+  minBlock?: number;
+  now?: () => number;
+  /** Wall-clock ms, for the month. */
+  wallNow?: () => number;
+}
+
 export class Quota {
   private readonly plans = new Map<string, Plan>();
   private readonly loading = new Map<string, Promise<Plan>>();
-  readonly stats = { hits: 0, misses: 0 };
+  private readonly leases = new Map<string, Lease>();
+  private readonly inflight = new Map<string, InFlight>();
+  readonly stats = { hits: 0, misses: 0, renewals: 0 };
+  private readonly now: () => number;
+  private readonly wallNow: () => number;
 
-  constructor(
-    private readonly sql: Sql,
-    private readonly ttlMs: number,
-    private readonly waitLimitMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly sql: Sql, private readonly store: LeaseStore, private readonly o: QuotaOptions) {
+    this.now = o.now ?? (() => performance.now());
+    this.wallNow = o.wallNow ?? Date.now;
+  }
 
   /** Refuses when the allowance is already used up or the plan cannot be read. */
   async check(projectId: string): Promise<void> {
@@ -62,38 +116,62 @@ export class Quota {
     if (plan.allowance !== null && plan.billed >= plan.allowance) throw new QuotaRefusal('exhausted');
   }
 
-  /** Reserves `events` for a write; waits while in-flight batches may still free room. */
+  private flight(projectId: string): InFlight {
+    let f = this.inflight.get(projectId);
+    if (f === undefined) this.inflight.set(projectId, (f = { events: 0, waiters: new Set() }));
+    return f;
+  }
+
+  /** Admits `events` against this instance's lease, renewing it when it has no room left. */
   async reserve(projectId: string, events: number): Promise<Reservation> {
-    const deadline = this.now() + this.waitLimitMs;
-    for (;;) {
-      const plan = await this.plan(projectId);
-      if (plan.allowance === null) return NONE;
-      if (plan.billed >= plan.allowance) throw new QuotaRefusal('exhausted');
-      if (plan.billed + plan.reserved < plan.allowance) {
-        plan.reserved += events;
+    const plan = await this.plan(projectId);
+    if (plan.allowance === null) return NONE;
+    const deadline = this.now() + this.o.waitLimitMs;
+    const flight = this.flight(projectId);
+    for (let renewed = false; ; ) {
+      const month = currentMonth(this.wallNow());
+      const lease = this.leases.get(projectId);
+      if (lease !== undefined && lease.renewing === null && lease.month === month && this.now() < lease.until && lease.used < lease.room) {
+        lease.used += events;
+        flight.events += events;
         return { projectId, events };
       }
+      if (plan.billed >= (plan.allowance ?? Infinity)) throw new QuotaRefusal('exhausted');
+      if (!renewed) {
+        await this.renew(projectId, month, events);
+        renewed = true;
+        continue;
+      }
+      // No room after a renewal: this instance's own batches may still turn out to be redeliveries
+      // and give room back, so wait for them; room held by another instance is worth a retry.
       const left = deadline - this.now();
-      if (left <= 0) throw new QuotaRefusal('settling');
+      if (flight.events === 0 || left <= 0) throw new QuotaRefusal('settling');
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
         function done() {
           clearTimeout(timer);
-          plan.waiters.delete(done);
+          flight.waiters.delete(done);
           resolve();
         }
-        plan.waiters.add(done);
+        flight.waiters.add(done);
       });
+      renewed = false;
     }
   }
 
-  /** After the commit: the reservation becomes what was actually billed. */
+  /** After the commit: the events are billed (or not), and stop counting as in flight. */
   settle(r: Reservation, billed: number): void {
+    if (r.events === 0) return;
+    const flight = this.inflight.get(r.projectId);
+    if (flight !== undefined) {
+      flight.events = Math.max(0, flight.events - r.events);
+      for (const w of [...flight.waiters]) w();
+    }
+    // Events not billed (redeliveries, free reports) give their room back.
+    const lease = this.leases.get(r.projectId);
+    if (lease !== undefined && billed < r.events) lease.used = Math.max(0, lease.used - (r.events - billed));
     const plan = this.plans.get(r.projectId);
-    if (plan === undefined) return;
-    plan.reserved = Math.max(0, plan.reserved - r.events);
-    plan.billed += billed;
-    for (const w of [...plan.waiters]) w();
+    if (plan !== undefined) plan.billed += billed;
   }
 
   release(r: Reservation): void {
@@ -104,14 +182,44 @@ export class Quota {
   forget(projectId: string): void {
     const plan = this.plans.get(projectId);
     if (plan !== undefined) plan.loadedAt = -Infinity;
+    this.leases.delete(projectId);
+  }
+
+  private renew(projectId: string, month: string, events: number): Promise<void> {
+    const prev = this.leases.get(projectId);
+    if (prev?.renewing) return prev.renewing;
+    // Sized for twice what the last lease admitted in its lifetime, at least minBlock.
+    const rate = prev === undefined ? 0 : prev.used / Math.max(1, this.now() - prev.startedAt);
+    const want = Math.max(events, this.o.minBlock ?? 1000, Math.ceil(rate * this.o.leaseMs * 2));
+    const holder: Lease = { month, room: 0, used: 0, until: 0, startedAt: this.now(), renewing: null };
+    holder.renewing = (async () => {
+      let grant: Grant;
+      try {
+        grant = await this.store.renew(projectId, this.flight(projectId).events, want);
+      } catch {
+        throw new QuotaRefusal('unreadable');
+      }
+      this.stats.renewals++;
+      const plan = this.plans.get(projectId);
+      if (plan !== undefined && plan.month === month) {
+        plan.allowance = grant.allowance;
+        plan.billed = Math.max(plan.billed, grant.billed);
+      }
+      const now = this.now();
+      this.leases.set(projectId, { month, room: grant.granted, used: 0, until: now + this.o.leaseMs, startedAt: now, renewing: null });
+    })().finally(() => {
+      holder.renewing = null;
+    });
+    this.leases.set(projectId, holder);
+    return holder.renewing;
   }
 
   private async plan(projectId: string): Promise<Plan> {
     const nowMs = this.now();
     const plan = this.plans.get(projectId);
-    if (plan !== undefined && plan.month === currentMonth(nowMs)) {
+    if (plan !== undefined && plan.month === currentMonth(this.wallNow())) {
       this.stats.hits++;
-      if (nowMs - plan.loadedAt >= this.ttlMs) {
+      if (nowMs - plan.loadedAt >= this.o.ttlMs) {
         // Refresh in the background; only a plan changed here (loadedAt = -Infinity) is awaited.
         const refresh = this.load(projectId);
         if (plan.loadedAt === -Infinity) return refresh;
@@ -141,17 +249,16 @@ export class Quota {
     }
     const allowance = usage?.eventAllowance ?? null;
     const dbBilled = usage?.eventsBilled ?? 0;
-    const month = usage?.month ?? currentMonth(startedAt);
+    const month = usage?.month ?? currentMonth(this.wallNow());
     const known = this.plans.get(projectId);
     if (known !== undefined && known.month === month) {
       // Our own commits may postdate the snapshot; others' show up in it. Take the larger.
       known.allowance = allowance;
       known.billed = Math.max(known.billed, dbBilled);
       known.loadedAt = startedAt;
-      for (const w of [...known.waiters]) w();
       return known;
     }
-    const plan: Plan = { allowance, billed: dbBilled, reserved: known?.reserved ?? 0, month, loadedAt: startedAt, waiters: known?.waiters ?? new Set() };
+    const plan: Plan = { allowance, billed: dbBilled, month, loadedAt: startedAt };
     this.plans.set(projectId, plan);
     return plan;
   }

@@ -114,6 +114,8 @@ export interface OperationSpec {
   headers?: (status: number) => HeaderSet;
   /** Statuses written by uWebSockets.js during a WebSocket upgrade, before the service's headers: no X-Request-Id. */
   bareStatuses?: number[];
+  /** Per error status, what it means for this operation (put before the list of codes). */
+  errorNotes?: Record<number, string>;
   /** Extensions (`x-…`) added to the operation as they are. */
   extensions?: Obj;
 }
@@ -126,7 +128,7 @@ function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]):
   if (status === 405) headers.Allow = 'required';
   const list = codes.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join(' / ');
   let schema: Schema = ref(errorSchemaName(status));
-  let description = list;
+  let description = spec.errorNotes?.[status] === undefined ? list : `${spec.errorNotes[status]} ${list}`;
   if (status === 405) description = `Any method other than ${spec.allow ?? 'the documented ones'} on this path. ${list}`;
   if (status === 400 && spec.rejectedBatchIs400) {
     schema = { oneOf: [ref('IngestionResponse'), ref(errorSchemaName(400))] };

@@ -109,6 +109,7 @@ interface AdminSpec {
   success: OperationSpec['success'];
   /** Codes beyond 401 (and 400/413 with a body, 404 with an id). */
   errors?: ErrorCode[];
+  errorNotes?: OperationSpec['errorNotes'];
 }
 
 function adminOp(a: AdminSpec): Obj {
@@ -126,6 +127,7 @@ function adminOp(a: AdminSpec): Obj {
     ...(a.body === undefined ? {} : { requestBody: { required: a.bodyRequired ?? true, content: json(ref(a.body)) } }),
     success: a.success,
     errors: [...new Set(errors)],
+    ...(a.errorNotes === undefined ? {} : { errorNotes: a.errorNotes }),
   });
 }
 
@@ -203,10 +205,12 @@ function qualityPaths(): Record<string, Obj> {
           'A body over 256 KiB is 400 `bad_request` with `details: {maxBytes}` (over 1 MiB, 413). The plan is in force at once on this instance and within 2 × `AUTH_CACHE_TTL_MS` on the others; events already stored are not checked again.',
         ].join('\n\n'),
         ids, body: 'TrackingPlan', success: { 200: ok('The plan in force, with its version.', ref('StoredTrackingPlan')) },
+        errorNotes: { 400: 'Not a plan, a schema that does not compile (`details: {eventName, error}`), or over 256 KiB (`details: {maxBytes}`).', 413: 'Over 1 MiB.' },
       }),
       get: adminOp({
         operationId: 'getTrackingPlan', summary: "Read the project's tracking plan",
         ids, success: { 200: ok('The plan in force.', ref('StoredTrackingPlan')) }, description: 'An unknown project, or one without a plan, is 404.',
+        errorNotes: { 404: 'No such project, or it has no plan.' },
       }),
       delete: adminOp({
         operationId: 'deleteTrackingPlan', summary: "Remove the project's tracking plan",
@@ -218,7 +222,7 @@ function qualityPaths(): Record<string, Obj> {
       get: adminOp({
         operationId: 'listQuarantine', summary: 'List quarantined events, newest first',
         description: 'Events rejected with an error after authentication, on either endpoint, with their diagnostics and the event as sent. Pages of `limit`; pass `next` as `before` for the next page.',
-        ids, errors: ['bad_request'],
+        ids, errors: ['bad_request'], errorNotes: { 400: 'A `code`, `limit` or `before` out of shape.' },
         query: [
           codeQuery('e.g. `schema_violation`'),
           query('limit', 'Entries per page, 1 to 1000 (default 100); anything else: 400.', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
@@ -229,7 +233,7 @@ function qualityPaths(): Record<string, Obj> {
       delete: adminOp({
         operationId: 'clearQuarantine', summary: 'Delete quarantined events',
         description: 'All of the project\'s entries, or those with an error of `code`. They cannot be replayed afterwards.',
-        ids, errors: ['bad_request'], query: [codeQuery('all when absent')],
+        ids, errors: ['bad_request'], errorNotes: { 400: 'A `code` out of shape.' }, query: [codeQuery('all when absent')],
         success: { 204: { description: 'Deleted.' } },
       }),
     },
@@ -249,6 +253,7 @@ function qualityPaths(): Record<string, Obj> {
           'Replayed events count against the allowance like any others: 402 `allowance_exhausted` when it is used up. Should it run out during the call, the events stored until then stay listed in the quarantine and count as `duplicated` at the next replay.',
         ].join('\n\n'),
         ids, body: 'ReplayRequest', bodyRequired: false, errors: ['allowance_exhausted', 'unavailable', 'overloaded'],
+        errorNotes: { 402: "The project's allowance for this month is used up.", 503: "The allowance could not be read, or the writer is busy; retry after Retry-After (stored events are recognised)." },
         success: { 200: ok('What became of the chosen entries.', ref('ReplayResult')) },
       }),
     },
@@ -282,6 +287,7 @@ function livePath(): Obj {
         },
       },
       errors: ['bad_request', 'not_found'],
+      errorNotes: { 400: '`projectId` is not a UUID (no X-Request-Id).', 404: 'Not an upgrade request (no `Upgrade: websocket` and `Sec-WebSocket-Key`).' },
       bareStatuses: [101, 400],
       extensions: {
         'x-websocket': {

@@ -70,7 +70,7 @@ function diagnosticSchemas(): Record<string, Schema> {
   // Each code has one severity: stated in the schema, so a response pairing them otherwise is invalid.
   // The codes of a tracking plan come with either, as the plan decides, and are left free.
   const severityOfCode = SEVERITIES.map((s) => ({
-    if: { properties: { code: { enum: DIAGNOSTIC_CODES.filter((c) => DIAGNOSTICS[c].severity === s) } } },
+    if: { properties: { code: { enum: DIAGNOSTIC_CODES.filter((c) => !PLAN_CODES.has(c) && DIAGNOSTICS[c].severity === s) } } },
     then: { properties: { severity: { const: s } } },
   }));
   return {

@@ -129,7 +129,8 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
       eventType: ev?.eventType ?? (typeof r.eventType === 'string' ? r.eventType.slice(0, 64) : null),
       status,
       diagnostics,
-      event: raw,
+      // As the quarantine keeps it: a long event is shown as the text of its first 64 KiB.
+      event: ((a) => (a.truncated ? a.event : raw))(asSent(raw)),
     });
   };
   const reject = (raw: unknown, eventId: string | null, diagnostics: Diagnostic[]) => {

@@ -31,6 +31,8 @@ export interface WriterOptions {
   batchMaxWaitMs: number;
   writeTimeoutMs: number;
   maxQueuedRows: number;
+  /** This process's id in the ledger and in allowance leases. */
+  instanceId: string;
   onCommit?: (info: CommitInfo) => void;
   /** A batch met stored rows and was redone through staging: ordinary redelivery, not an error. */
   onRedelivery?: () => void;
@@ -232,7 +234,7 @@ export class GroupCommitWriter implements EventSink {
     let conn: WireConnection | null = null;
     const work = this.connection(slot).then((c) => {
       conn = c;
-      return commitRequests(c, requests, staged, slot.id, this.users);
+      return commitRequests(c, requests, staged, { instanceId: this.opts.instanceId, connection: slot.id }, this.users);
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {

@@ -43,14 +43,20 @@ export interface StoredCount {
 }
 
 const MONTH = `(date_trunc('month', now() AT TIME ZONE 'UTC'))::date`;
-const LEDGER_CONFLICT = `ON CONFLICT (project_id, month, shard) DO UPDATE SET
+const LEDGER_CONFLICT = `ON CONFLICT (project_id, month, instance_id, shard) DO UPDATE SET
         events_billed = l.events_billed + excluded.events_billed,
         events_stored = l.events_stored + excluded.events_stored`;
 
 /** Charges the ledger when no event of the batch carries a messenger action: everything stored is billed. */
-export function ledgerSql(stored: StoredCount[], shard: number): string {
+export function ledgerSql(stored: StoredCount[], shard: Shard): string {
   const rows = stored.filter((s) => s.stored > 0);
-  return `EXECUTE tg_ledger(${sqlArray(rows.map((s) => s.projectId), 'uuid')}, ${sqlArray(rows.map((s) => s.stored), 'bigint')}, ${shard})`;
+  return `EXECUTE tg_ledger(${sqlArray(rows.map((s) => s.projectId), 'uuid')}, ${sqlArray(rows.map((s) => s.stored), 'bigint')}, ${shard.connection}, '${shard.instanceId}')`;
+}
+
+/** The ledger rows a writer connection charges: its instance's, and among them its connection's. */
+export interface Shard {
+  instanceId: string;
+  connection: number;
 }
 
 /**
@@ -65,7 +71,7 @@ export function ledgerSql(stored: StoredCount[], shard: number): string {
  * statement waited for it; a free report another transaction took first makes ON CONFLICT DO
  * NOTHING return nothing, so the later one is billed.
  */
-export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: number, since: string): string {
+export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: Shard, since: string): string {
   return `WITH input AS (
       SELECT * FROM unnest(${sqlArray(claims.map((c) => c.projectId), 'uuid')}, ${sqlArray(claims.map((c) => c.key), 'text')},
                            ${sqlArray(claims.map((c) => c.connection), 'text')}, ${sqlArray(claims.map((c) => c.eventId), 'uuid')}, ${sqlArray(claims.map((c) => c.req), 'int')})
@@ -102,8 +108,8 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
     ), ledger AS (
-      INSERT INTO billing_ledger AS l (project_id, month, shard, events_billed, events_stored)
-      SELECT s.p, ${MONTH}, ${shard}::smallint, s.stored - coalesce(u.n, 0), s.stored
+      INSERT INTO billing_ledger AS l (project_id, month, instance_id, shard, events_billed, events_stored)
+      SELECT s.p, ${MONTH}, '${shard.instanceId}'::uuid, ${shard.connection}::smallint, s.stored - coalesce(u.n, 0), s.stored
       FROM unnest(${sqlArray(stored.map((s) => s.projectId), 'uuid')}, ${sqlArray(stored.map((s) => s.stored), 'bigint')}) AS s(p, stored)
       LEFT JOIN (SELECT project_id, sum(n)::bigint AS n FROM counts GROUP BY 1) u ON u.project_id = s.p
       WHERE s.stored > 0
@@ -181,9 +187,9 @@ function prepareProfiles(name: string, authoritative: boolean): string {
  * saves about 100 µs the same way).
  */
 export const PREPARE_STATEMENTS = [
-  `PREPARE tg_ledger(uuid[], bigint[], smallint) AS
-    INSERT INTO billing_ledger AS l (project_id, month, shard, events_billed, events_stored)
-    SELECT p, ${MONTH}, $3, n, n FROM unnest($1, $2) AS s(p, n) ORDER BY p
+  `PREPARE tg_ledger(uuid[], bigint[], smallint, uuid) AS
+    INSERT INTO billing_ledger AS l (project_id, month, instance_id, shard, events_billed, events_stored)
+    SELECT p, ${MONTH}, $4, $3, n, n FROM unnest($1, $2) AS s(p, n) ORDER BY p
     ${LEDGER_CONFLICT}`,
   // Bare rows for users seen in events: first_seen on insert, last_seen moved forward otherwise.
   `PREPARE tg_sightings(uuid[], bigint[]) AS

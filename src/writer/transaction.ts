@@ -5,7 +5,7 @@
 import { latestBots } from './bots.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
 import {
-  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, sightingsSql, storedBeforeSql, type StoredCount,
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, type Shard, sightingsSql, storedBeforeSql, type StoredCount,
   updateBotsSql, upsertUsersSql,
 } from './statements.js';
 import type { UserRows } from './users.js';
@@ -28,7 +28,7 @@ function firstError(results: QueryResult[]): PgError | null {
  * since what is billed depends on what was inserted. On any error the transaction is left open for
  * the caller to roll back; the error thrown is the first the database reported.
  */
-export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: number, users: UserRows): Promise<Committed> {
+export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: Shard, users: UserRows): Promise<Committed> {
   const data = batch.length === 1 ? batch[0]!.rows : Buffer.concat(batch.map((r) => r.rows));
   // Rows of this transaction go to the partitions of their months of receipt; what they are checked
   // against reaches back to the start of the month before the earliest.

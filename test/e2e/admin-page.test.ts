@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postB, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -89,6 +89,26 @@ function setTabHidden(hidden: boolean): Promise<void> {
     document.dispatchEvent(new Event('visibilitychange'));
   })()`);
 }
+
+/** The values of an attribute over every element a locator matches, in document order. */
+async function attrs(locator: Locator, name: string): Promise<(string | null)[]> {
+  const out: (string | null)[] = [];
+  for (let i = 0, n = await locator.count(); i < n; i++) out.push(await locator.nth(i).getAttribute(name));
+  return out;
+}
+
+/** How many live views the service has open, as /metrics tells. */
+async function liveViewers(): Promise<number> {
+  const m = /^tg_ingest_live_viewers (\d+)/m.exec((await call(`${srv.url}/metrics`)).text);
+  return m ? Number(m[1]) : NaN;
+}
+
+const purchaseSchema = (minimum: number) => ({
+  type: 'object',
+  required: ['propsLong'],
+  properties: { eventType: { const: 'payment' }, propsLong: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum } } } },
+});
+const purchase = (over: Record<string, unknown> = {}) => serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, ...over });
 
 const payment = (amount: number, currency: string) =>
   serverEvent({ eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', propsString: { 'tg.currency': currency }, propsLong: { 'tg.total_amount': amount } });
@@ -360,4 +380,313 @@ describe('admin page', () => {
     expect(await total('EUR')).toBe('€180,143,985,094,819.82');
     expect(pageProblems).toEqual([]);
   });
+
+  it('edits the tracking plan: text that is not JSON is refused before sending, ajv\'s refusal is shown, versions count up, and the plan is in force', async () => {
+    const own = await provision(srv.url);
+    const planUrl = `/admin/projects/${own.projectId}/tracking-plan`;
+    const puts: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => {
+      if (r.method() === 'PUT' && new URL(r.url()).pathname === planUrl) puts.push(r.url());
+    };
+    page.on('request', onRequest);
+    try {
+      await openProject(own.projectId);
+      const editor = byTestId('plan-text');
+      const error = byTestId('plan-error');
+      // No plan yet: the starter template, which changes nothing.
+      await expect.poll(() => editor.isEnabled()).toBe(true);
+      expect(JSON.parse(await editor.inputValue())).toEqual({ mode: 'warn', unplannedEvents: 'allow', events: {} });
+      expect(await byTestId('plan-none').isVisible()).toBe(true);
+      expect(await byTestId('plan-delete').isDisabled()).toBe(true);
+
+      // Not JSON: said at once, and nothing is sent.
+      await editor.fill('{"mode": "block", events: {}}');
+      expect(await byTestId('plan-dirty').isVisible()).toBe(true);
+      await byTestId('plan-save').click();
+      await expect.poll(() => error.textContent()).toContain('not valid JSON');
+      expect(await editor.getAttribute('aria-invalid')).toBe('true');
+      expect(puts).toEqual([]);
+
+      // A schema ajv cannot compile: the service's own words, next to the editor, with the schema's name selected.
+      const broken = { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'integr' } } };
+      const refused = await admin(srv.url, 'PUT', planUrl, broken);
+      expect(refused.status).toBe(400);
+      await editor.fill(JSON.stringify(broken, null, 2));
+      await byTestId('plan-save').click();
+      await expect.poll(() => error.textContent()).toContain(refused.body.message);
+      expect(await error.textContent()).toContain(refused.body.details.error);
+      expect(await page.evaluate<string>("(() => { const t = document.getElementById('plan-text'); return t.value.slice(t.selectionStart, t.selectionEnd); })()")).toBe('"purchase"');
+      expect(puts).toHaveLength(1);
+      expect((await admin(srv.url, 'GET', planUrl)).status).toBe(404);
+
+      // A valid plan: version 1, then 2.
+      const warnPlan = { mode: 'warn', unplannedEvents: 'allow', events: { purchase: purchaseSchema(1) } };
+      await editor.fill(JSON.stringify(warnPlan));
+      await byTestId('plan-save').click();
+      await expect.poll(() => byTestId('plan-version').getAttribute('data-value')).toBe('1');
+      expect(await error.isVisible()).toBe(false);
+      expect(await byTestId('plan-dirty').isVisible()).toBe(false);
+      expect(JSON.parse(await editor.inputValue())).toEqual(warnPlan);
+      const blockPlan = { ...warnPlan, mode: 'block' };
+      await editor.fill(JSON.stringify(blockPlan));
+      await byTestId('plan-save').click();
+      await expect.poll(() => byTestId('plan-version').getAttribute('data-value')).toBe('2');
+      const stored = (await admin(srv.url, 'GET', planUrl)).body;
+      expect(stored).toEqual({ ...blockPlan, version: 2, updatedAt: expect.any(String) });
+      expect(await byTestId('plan-updated').locator('time').getAttribute('datetime')).toBe(stored.updatedAt);
+
+      // In force: an event that breaks its schema is rejected, one that fits is stored.
+      const cheap = purchase({ propsLong: { amount: 0 } });
+      const sent = await postB(srv.url, own.token, { events: [cheap, purchase()] });
+      expect(sent.status).toBe(202);
+      expect(sent.body).toMatchObject({ accepted: 1, rejected: 1 });
+      expect(sent.body.diagnostics).toContainEqual(expect.objectContaining({ event_id: cheap.eventId, code: 'schema_violation', severity: 'error' }));
+
+      // A reload shows the stored plan, not the template.
+      await page.reload();
+      await expect.poll(() => byTestId('plan-version').getAttribute('data-value')).toBe('2');
+      expect(JSON.parse(await editor.inputValue())).toEqual(blockPlan);
+
+      // Deleted after a confirmation: the template again, and the same event goes through.
+      await byTestId('plan-delete').click();
+      await byTestId('plan-delete-confirm').click();
+      await expect.poll(() => byTestId('plan-none').isVisible()).toBe(true);
+      expect((await admin(srv.url, 'GET', planUrl)).status).toBe(404);
+      expect((await postB(srv.url, own.token, { events: [purchase({ propsLong: { amount: 0 } })] })).body).toMatchObject({ accepted: 1, rejected: 0 });
+    } finally {
+      page.off('request', onRequest);
+    }
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('quarantine: lists rejected events by code, shows one, replays after a dry run once the plan is relaxed, and deletes', async () => {
+    const own = await provision(srv.url);
+    const planUrl = `/admin/projects/${own.projectId}/tracking-plan`;
+    expect((await admin(srv.url, 'PUT', planUrl, { mode: 'block', unplannedEvents: 'block', events: { purchase: purchaseSchema(1) } })).status).toBe(200);
+    const cheap = purchase({ propsLong: { amount: 0 } });
+    const signup = serverEvent({ eventName: 'signup' });
+    const login = serverEvent({ eventName: 'login' });
+    const broken = serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 5 }, platformUserId: 'not a number' });
+    // One request each: the quarantine's order (newest first) is then the reverse of this.
+    for (const e of [purchase(), cheap, signup, login, broken]) expect((await postB(srv.url, own.token, { events: [e] })).status).toBeLessThan(500);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsStored: 1, eventsBilled: 1 });
+
+    await openProject(own.projectId);
+    const rows = byTestId('quarantine-row');
+    const row = (e: Record<string, any>) => page.locator(`[data-testid="quarantine-row"][data-event-id="${e.eventId}"]`);
+    await expect.poll(() => rows.count()).toBe(4);
+    expect(await attrs(rows, 'data-event-id')).toEqual([broken, login, signup, cheap].map((e) => e.eventId));
+    expect(await row(signup).getByTestId('quarantine-name').textContent()).toBe('signup');
+    expect(await row(signup).getByTestId('quarantine-codes').textContent()).toBe('event_unplanned');
+    expect(await row(broken).getByTestId('quarantine-codes').textContent()).toBe('platform_user_id_invalid');
+    const chip = (code: string) => page.locator(`[data-testid="quarantine-code"][data-code="${code}"]`);
+    expect(await chip('event_unplanned').getByTestId('quarantine-code-count').textContent()).toBe('2');
+    expect(await chip('schema_violation').getByTestId('quarantine-code-count').textContent()).toBe('1');
+    expect(await chip('platform_user_id_invalid').getByTestId('quarantine-code-count').textContent()).toBe('1');
+
+    // A row opens the event as sent, with its reasons.
+    await row(cheap).getByTestId('quarantine-view').click();
+    const detail = byTestId('quarantine-detail');
+    await detail.waitFor();
+    expect(JSON.parse((await detail.getByTestId('quarantine-event').textContent()) ?? '')).toEqual(cheap);
+    expect(await attrs(detail.getByTestId('quarantine-diagnostic'), 'data-code')).toEqual(['schema_violation']);
+    expect(await detail.getByTestId('quarantine-diagnostic').textContent()).toContain('props_long.amount');
+    expect(await detail.getByTestId('quarantine-truncated').isVisible()).toBe(false);
+
+    // At phone width the table, the detail and the replay controls fit.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // By code: the filter narrows the table.
+    await chip('event_unplanned').click();
+    await expect.poll(() => attrs(rows, 'data-event-id')).toEqual([login.eventId, signup.eventId]);
+    expect(await chip('event_unplanned').getAttribute('aria-pressed')).toBe('true');
+
+    // The plan relaxed in the editor: unplanned events allowed, and an amount of 0 is fine.
+    const editor = byTestId('plan-text');
+    await expect.poll(() => editor.isEnabled()).toBe(true);
+    await editor.fill(JSON.stringify({ mode: 'block', unplannedEvents: 'allow', events: { purchase: purchaseSchema(0) } }));
+    await byTestId('plan-save').click();
+    await expect.poll(() => byTestId('plan-version').getAttribute('data-value')).toBe('2');
+
+    // The ticked row only: the dry run counts it, Cancel changes nothing.
+    const preview = byTestId('replay-preview');
+    await row(signup).getByTestId('quarantine-select').check();
+    expect(await byTestId('quarantine-replay').textContent()).toContain('1 selected');
+    await byTestId('quarantine-replay').click();
+    await preview.waitFor();
+    expect([await preview.getByTestId('replay-accepted').textContent(), await preview.getByTestId('replay-rejected').textContent(), await preview.getByTestId('replay-duplicated').textContent()]).toEqual(['1', '0', '0']);
+    await byTestId('replay-cancel').click();
+    await preview.waitFor({ state: 'hidden' });
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body.items).toHaveLength(4);
+
+    // Everything: the dry run first (it changes nothing), then the replay on confirmation.
+    await byTestId('quarantine-code-all').click();
+    await expect.poll(() => rows.count()).toBe(4);
+    expect(await row(signup).getByTestId('quarantine-select').isChecked()).toBe(false);
+    expect(await byTestId('quarantine-replay').textContent()).toBe('Replay all…');
+    await byTestId('quarantine-replay').click();
+    await preview.waitFor();
+    expect(await preview.getByTestId('replay-accepted').getAttribute('data-value')).toBe('3');
+    expect(await preview.getByTestId('replay-rejected').getAttribute('data-value')).toBe('1');
+    expect(await preview.getByTestId('replay-duplicated').getAttribute('data-value')).toBe('0');
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body.items).toHaveLength(4);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsStored).toBe(1);
+    await byTestId('replay-confirm').click();
+    await expect.poll(() => byTestId('replay-result').textContent()).toBe('Replayed 4: 3 accepted and stored, 1 still rejected, 0 duplicated.');
+    await expect.poll(() => attrs(rows, 'data-event-id')).toEqual([broken.eventId]);
+    expect(await preview.isVisible()).toBe(false);
+    // Usage is refreshed at once, not only by the 3 s loop: the replay asked for it.
+    await expect.poll(() => byTestId('usage-billed').getAttribute('data-value')).toBe('4');
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsStored: 4, eventsBilled: 4 });
+    const storedIds = (await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${own.projectId}`).map((r) => r.event_id);
+    expect(storedIds).toEqual(expect.arrayContaining([cheap.eventId, signup.eventId, login.eventId]));
+    expect(storedIds).not.toContain(broken.eventId);
+
+    // What is left is deleted after a confirmation.
+    await byTestId('quarantine-delete').click();
+    await byTestId('quarantine-delete-confirm').click();
+    await expect.poll(() => byTestId('quarantine-empty').isVisible()).toBe(true);
+    expect(await rows.count()).toBe(0);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body).toEqual({ items: [], next: null });
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine/summary`)).body).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('quarantine: pages with "Load more", newest first, and shows an event cut to 64 KiB as text with a badge', async () => {
+    const own = await provision(srv.url);
+    expect((await admin(srv.url, 'PUT', `/admin/projects/${own.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} })).status).toBe(200);
+    const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(100_000) } });
+    expect((await postB(srv.url, own.token, { events: [long] })).status).toBe(400);
+    const many = Array.from({ length: 60 }, (_, i) => serverEvent({ eventName: `unplanned_${i}` }));
+    expect((await postB(srv.url, own.token, { events: many })).status).toBe(400);
+    const all = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine?limit=1000`)).body.items.map((i: { eventId: string }) => i.eventId);
+    expect(all).toHaveLength(61);
+
+    await openProject(own.projectId);
+    const rows = byTestId('quarantine-row');
+    await expect.poll(() => rows.count()).toBe(50);
+    expect(await attrs(rows, 'data-event-id')).toEqual(all.slice(0, 50));
+    await byTestId('quarantine-more').click();
+    await expect.poll(() => rows.count()).toBe(61);
+    expect(await attrs(rows, 'data-event-id')).toEqual(all);
+    expect(await byTestId('quarantine-more').isVisible()).toBe(false);
+
+    const cut = page.locator(`[data-testid="quarantine-row"][data-event-id="${long.eventId}"]`);
+    expect(await cut.getByTestId('quarantine-name').textContent()).toBe('truncated');
+    await cut.getByTestId('quarantine-view').click();
+    const detail = byTestId('quarantine-detail');
+    await detail.waitFor();
+    expect(await detail.getByTestId('quarantine-truncated').isVisible()).toBe(true);
+    const text = (await detail.getByTestId('quarantine-event').textContent()) ?? '';
+    expect(text.startsWith(`{"eventId":"${long.eventId}"`)).toBe(true);
+    expect(text).toHaveLength(64 * 1024);
+    expect(await attrs(detail.getByTestId('quarantine-diagnostic'), 'data-code')).toEqual(['platform_user_id_invalid']);
+    await detail.getByTestId('quarantine-detail-close').click();
+    await detail.waitFor({ state: 'hidden' });
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('watches events live over a WebSocket: statuses, a filter, pause and resume, sampling; the socket closes with the view', async () => {
+    const own = await provision(srv.url);
+    const other = await provision(srv.url);
+    const sockets: string[] = [];
+    const onSocket = (ws: { url(): string }) => sockets.push(ws.url());
+    page.on('websocket', onSocket);
+    try {
+      await openProject(own.projectId);
+      const toggle = byTestId('watch-toggle');
+      const status = byTestId('watch-status');
+      const rows = byTestId('watch-row');
+      await toggle.check();
+      await expect.poll(() => status.textContent()).toContain('Watching');
+      // The token went in a message, not in the address.
+      expect(sockets).toEqual([`${srv.url.replace('http', 'ws')}/admin/live?projectId=${own.projectId}`]);
+      expect(await liveViewers()).toBe(1);
+
+      const tapped = serverEvent({ eventName: 'tapped', eventType: 'interaction' });
+      const bad = serverEvent({ eventName: 'broken', platformUserId: undefined });
+      await postB(srv.url, own.token, { events: [tapped, tapped, bad] });
+      // Another project's events are not shown.
+      await postB(srv.url, other.token, { events: [serverEvent({ eventName: 'elsewhere' })] });
+      await expect.poll(() => rows.count()).toBe(3);
+      // Newest on top.
+      expect(await attrs(rows, 'data-status')).toEqual(['rejected', 'duplicated', 'accepted']);
+      expect(await attrs(rows, 'data-event-id')).toEqual([bad.eventId, tapped.eventId, tapped.eventId]);
+      expect(await rows.first().getByTestId('watch-codes').textContent()).toBe('event_missing_identity');
+      expect(await rows.last().textContent()).toContain('interaction');
+
+      // The filter: by event name, then by diagnostic code.
+      const visible = page.locator('[data-testid="watch-row"]:visible');
+      await byTestId('watch-filter').fill('TAPP');
+      await expect.poll(() => visible.count()).toBe(2);
+      await byTestId('watch-filter').fill('event_missing');
+      await expect.poll(() => attrs(visible, 'data-event-id')).toEqual([bad.eventId]);
+      expect(await byTestId('watch-shown').textContent()).toBe('1 of 3 match the filter.');
+      await byTestId('watch-filter').fill('');
+      await expect.poll(() => visible.count()).toBe(3);
+
+      // Paused: new events are counted, not added; Resume adds the ones held back.
+      await byTestId('watch-pause').click();
+      const held = [serverEvent({ eventName: 'while_paused' }), serverEvent({ eventName: 'while_paused' })];
+      await postB(srv.url, own.token, { events: held });
+      await expect.poll(() => byTestId('watch-paused').getAttribute('data-value')).toBe('2');
+      expect(await byTestId('watch-paused').textContent()).toContain('2 new events held back');
+      expect(await rows.count()).toBe(3);
+      await byTestId('watch-pause').click();
+      await expect.poll(() => rows.count()).toBe(5);
+      expect(await attrs(rows, 'data-event-id').then((ids) => ids.slice(0, 2))).toEqual([held[1]!.eventId, held[0]!.eventId]);
+      expect(await byTestId('watch-paused').isVisible()).toBe(false);
+
+      // Sampling: at most 50 a second reach the page; the next message says how many were skipped.
+      await page.waitForTimeout(1100);
+      await postB(srv.url, own.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventName: 'burst' })) });
+      await page.waitForTimeout(1100);
+      await postB(srv.url, own.token, { events: [serverEvent({ eventName: 'after_burst' })] });
+      await expect.poll(() => rows.first().getByTestId('watch-name').textContent()).toBe('after_burst');
+      const shown = Number(await byTestId('watch-shown').getAttribute('data-total'));
+      const skipped = Number(await byTestId('watch-skipped').getAttribute('data-value'));
+      expect(skipped).toBeGreaterThanOrEqual(70);
+      expect(shown + skipped).toBe(3 + 2 + 120 + 1);
+      expect(await byTestId('watch-skipped').textContent()).toContain(String(skipped));
+
+      // At phone width the table stays inside the page.
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+      await page.setViewportSize({ width: 1280, height: 900 });
+
+      // Switched off: the socket closes, the table stays; on again: a new socket.
+      await toggle.uncheck();
+      await expect.poll(liveViewers).toBe(0);
+      expect(await rows.count()).toBe(shown);
+      await toggle.check();
+      await expect.poll(() => status.textContent()).toContain('Watching');
+      await expect.poll(liveViewers).toBe(1);
+      expect(sockets).toHaveLength(2);
+
+      // Another project: the socket closes and nothing of this one stays.
+      await page.locator(`[data-testid="project-row"][data-project-id="${other.projectId}"] [data-testid="project-select"]`).click();
+      await expect.poll(() => byTestId('project-id').textContent()).toBe(`project ${other.projectId}`);
+      await expect.poll(liveViewers).toBe(0);
+      expect(await toggle.isChecked()).toBe(false);
+      expect(await rows.count()).toBe(0);
+
+      // Signing out closes it too.
+      await toggle.check();
+      await expect.poll(liveViewers).toBe(1);
+      await byTestId('sign-out').click();
+      await expect.poll(liveViewers).toBe(0);
+
+      // A token the service no longer takes: the stream is refused (4001) and the page signs out, as on a 401.
+      await openProject(own.projectId);
+      await page.evaluate("sessionStorage.setItem('tg-ingest.adminToken', 'not-the-admin-token')");
+      await toggle.check();
+      await expect.poll(() => byTestId('login-error').textContent()).toContain('no longer accepted');
+      expect(await liveViewers()).toBe(0);
+    } finally {
+      page.off('websocket', onSocket);
+    }
+    expect(pageProblems).toEqual([]);
+  }, 60_000);
 });

@@ -37,6 +37,17 @@ function postA(body: unknown, headers: Record<string, string> = {}, path = '/tg/
   return call(`${srv.url}${path}`, { method: 'POST', headers, body });
 }
 
+/** One scrape of /metrics: the value of a series, 0 while it has not appeared. */
+async function metrics(): Promise<(series: string) => number> {
+  const r = await call(`${srv.url}/metrics`);
+  expect(r.status).toBe(200);
+  const values = new Map(r.text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => {
+    const at = l.lastIndexOf(' ');
+    return [l.slice(0, at), Number(l.slice(at + 1))] as const;
+  }));
+  return (series) => values.get(series) ?? 0;
+}
+
 const expectError = (r: Res, status: number, error: string) => {
   expect(r.status, r.text).toBe(status);
   expect(r.body.error).toBe(error);
@@ -74,8 +85,18 @@ describe('endpoint A: valid initData', () => {
   });
 
   it('reuses one initData across batches', async () => {
+    const HIT = 'tg_ingest_cache_requests_total{cache="initdata",result="hit"}';
+    const MISS = 'tg_ingest_cache_requests_total{cache="initdata",result="miss"}';
+    const VERIFY = 'tg_ingest_pipeline_tasks_total{kind="verify",where="pool"}';
+    const before = await metrics();
     const data = initData();
-    for (let i = 0; i < 5; i++) expect((await postA({ botId: p.botId, auth: { initData: data }, events: [webEvent()] })).status).toBe(202);
+    const batches = 5;
+    for (let i = 0; i < batches; i++) expect((await postA({ botId: p.botId, auth: { initData: data }, events: [webEvent()] })).status).toBe(202);
+    const after = await metrics();
+    // The signature was checked once, in the pool; every reuse was answered from the verification cache.
+    expect(after(MISS) - before(MISS)).toBe(1);
+    expect(after(HIT) - before(HIT)).toBe(batches - 1);
+    expect(after(VERIFY) - before(VERIFY)).toBe(1);
   });
 
   it('keeps the user JSON exactly as received, escapes included', async () => {

@@ -66,12 +66,34 @@ describe('endpoint B: success', () => {
   });
 
   it('works through a large batch of 1000 events via the worker pool', async () => {
+    /** One scrape of /metrics: the value of a series, 0 while it has not appeared. */
+    const metrics = async (): Promise<(series: string) => number> => {
+      const m = await call(`${srv.url}/metrics`);
+      expect(m.status).toBe(200);
+      const values = new Map(m.text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => {
+        const at = l.lastIndexOf(' ');
+        return [l.slice(0, at), Number(l.slice(at + 1))] as const;
+      }));
+      return (series) => values.get(series) ?? 0;
+    };
+    const POOL = 'tg_ingest_pipeline_tasks_total{kind="bot_api",where="pool"}';
+    const INLINE = 'tg_ingest_pipeline_tasks_total{kind="bot_api",where="inline"}';
+    const before = await metrics();
     const events = Array.from({ length: 1000 }, (_, i) => serverEvent({ propsString: { i: String(i), pad: 'x'.repeat(100) } }));
     const r = await postB(srv.url, p.token, { events });
     expect(r.status).toBe(202);
     expect(r.body.accepted).toBe(1000);
     const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
     expect(n).toBe(1000);
+    // The body (well over INLINE_MAX_BYTES) was parsed in a worker, not on the main thread.
+    const afterLarge = await metrics();
+    expect(afterLarge(POOL) - before(POOL)).toBe(1);
+    expect(afterLarge(INLINE) - before(INLINE)).toBe(0);
+    // A small body stays on the main thread.
+    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    const afterSmall = await metrics();
+    expect(afterSmall(INLINE) - afterLarge(INLINE)).toBe(1);
+    expect(afterSmall(POOL) - afterLarge(POOL)).toBe(0);
   });
 });
 

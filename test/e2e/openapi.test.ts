@@ -1,14 +1,18 @@
 // GET /openapi.json against the running service: the document is checked on its own (3.1, $refs,
 // schemas compile under JSON Schema 2020-12), then real responses of every operation are validated
-// against it (status documented, body schema, required headers), and every route the server
-// registers must be documented, and every documented operation exercised.
+// against it (status documented, body schema, required headers; the live view's WebSocket messages
+// too), and every route the server registers must be documented, and every documented operation
+// exercised.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PATHS } from '../../src/endpoints.js';
 import { ERRORS } from '../../src/errors.js';
-import { DIAGNOSTICS } from '../../src/pipeline/diagnostics.js';
+import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
 import { admin, call, postB, provision, type Res, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner, type InitDataOptions } from '../helpers/initdata.js';
@@ -18,7 +22,8 @@ type Json = any;
 
 const signer = newSigner();
 const stranger = newSigner();
-const MAX_BODY = 65_536;
+// Room for an event over the quarantine's 64 KiB.
+const MAX_BODY = 131_072;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 let db: TestDatabase;
@@ -122,7 +127,7 @@ function check(method: string, template: string, r: Res, status?: number, error?
     if (h.required) expect(value, `${what}: header ${name}`).not.toBeNull();
     if (value !== null) expectValid(h.schema, h.schema.type === 'integer' ? Number(value) : value, `${what}: header ${name}`);
   }
-  expect(r.headers.get('x-request-id'), `${what}: X-Request-Id`).not.toBeNull();
+  // X-Request-Id is among the required headers of every response but the WebSocket upgrade's (checked in 'the document').
   // And the reverse: the headers this service documents are absent where the document leaves them out.
   const listed = new Set(Object.keys(res.headers ?? {}).map((h) => h.toLowerCase()));
   for (const name of DOCUMENTED_HEADERS) if (r.headers.has(name)) expect(listed.has(name), `${what}: header ${name} documented`).toBe(true);
@@ -182,6 +187,11 @@ describe('the document', () => {
         expect(params.some((p: Json) => p.in === 'path' && p.name === name && p.required), `${method} ${path}: {${name}}`).toBe(true);
       }
       for (const s of op.security ?? []) for (const scheme of Object.keys(s)) expect(doc.components.securitySchemes[scheme]).toBeDefined();
+      // Every answer carries X-Request-Id but the two the WebSocket library writes during an upgrade.
+      for (const [status, r] of Object.entries<Json>(op.responses)) {
+        const bare = op['x-websocket'] !== undefined && (status === '101' || status === '400');
+        expect(deref(deref(r).headers?.['X-Request-Id'])?.required ?? false, `${method} ${path} ${status}: X-Request-Id`).toBe(!bare);
+      }
     }
   });
 
@@ -208,7 +218,9 @@ describe('the document', () => {
 
   it('lists every error code with its status and every diagnostic code with its severity', () => {
     expect(doc['x-error-codes']).toEqual(Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, { status: e.status, message: e.message }])));
-    expect(doc['x-diagnostic-codes']).toEqual(Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, { severity: d.severity, description: d.description }])));
+    // A tracking plan's codes come with either severity, as the plan decides.
+    const severity = (c: string, s: string) => (PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? ['warning', 'error'] : s);
+    expect(doc['x-diagnostic-codes']).toEqual(Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, { severity: severity(c, d.severity), description: d.description }])));
     const s = doc.components.schemas;
     expect(s.ErrorBody.properties.error.enum).toEqual(Object.keys(ERRORS));
     expect(s.DiagnosticCode.enum).toEqual(Object.keys(DIAGNOSTICS));
@@ -224,6 +236,15 @@ describe('the document', () => {
       }
     }
     expect([...listed].sort()).toEqual(Object.keys(ERRORS).sort());
+  });
+
+  it('pairs each diagnostic code with its severity, leaving the severity of a plan code to the plan', () => {
+    const diagnostic = (code: string, severity: string) => validator({ $ref: '#/components/schemas/Diagnostic' })({ event_id: null, code, severity, path: 'event', message: 'm' });
+    expect(PLAN_CODES.size).toBeGreaterThan(0);
+    for (const [code, d] of Object.entries(DIAGNOSTICS)) {
+      const plan = PLAN_CODES.has(code as keyof typeof DIAGNOSTICS);
+      for (const severity of ['warning', 'error']) expect(diagnostic(code, severity), `${code} ${severity}`).toBe(plan || severity === d.severity);
+    }
   });
 });
 
@@ -404,7 +425,8 @@ const fill = (template: string, id: string) => template.replace(/\{\w+\}/g, id);
 describe('admin API', () => {
   it('401 on every admin operation without the token, 404 on every unknown id', async () => {
     const unknown = randomUUID();
-    const admins = [...operations()].filter(([, , op]) => op.tags.includes('admin'));
+    // The live view takes its token in the first WebSocket message, not in a header: it has a test of its own.
+    const admins = [...operations()].filter(([, , op]) => op.tags.includes('admin') && (op.security ?? []).some((s: Json) => 'AdminToken' in s));
     expect(admins.map(([m, p]) => `${m} ${p}`).sort()).toEqual(ROUTES.filter((r) => / \/admin\/(projects|bots|tokens)/.test(r)).sort());
     for (const [method, template, op] of admins) {
       for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }] as Record<string, string>[]) {
@@ -474,6 +496,17 @@ describe('admin API', () => {
         {}, { apiIngest: true }, { miniAppIngest: 'yes' }, { messengerBotId: 0 }, { messengerBotId: null }, { name: 'n' },
         { projectId: project }, { projectId: null }, { projectId: 'nope' }, { other: 1 },
       ]],
+      // Shapes only: every schema here compiles (one that does not is a 400 the shape cannot tell).
+      ['PUT', '/admin/projects/{projectId}/tracking-plan', `/admin/projects/${project}/tracking-plan`, 'TrackingPlan', [
+        { mode: 'warn', unplannedEvents: 'allow', events: {} }, { mode: 'block', unplannedEvents: 'block', events: { a: true, b: { type: 'object' } } },
+        { mode: 'strict', unplannedEvents: 'allow', events: {} }, { mode: 'warn', unplannedEvents: 'deny', events: {} }, { mode: 'warn', unplannedEvents: 'allow' },
+        { mode: 'warn', unplannedEvents: 'allow', events: [] }, { mode: 'warn', unplannedEvents: 'allow', events: { a: 5 } }, { mode: 'warn', unplannedEvents: 'allow', events: { '': {} } },
+        { mode: 'warn', unplannedEvents: 'allow', events: {}, version: 3 }, {}, [],
+      ]],
+      ['POST', '/admin/projects/{projectId}/quarantine/replay', `/admin/projects/${project}/quarantine/replay`, 'ReplayRequest', [
+        {}, { dryRun: true }, { ids: [1, 2] }, { ids: [] }, { code: 'schema_violation', dryRun: false }, { ids: [0] }, { ids: ['1'] }, { ids: [1.5] },
+        { code: '' }, { code: 'x'.repeat(65) }, { dryRun: 'yes' }, { other: 1 }, [],
+      ]],
     ];
     for (const [method, template, path, schema, bodies] of cases) {
       for (const body of bodies) {
@@ -482,6 +515,221 @@ describe('admin API', () => {
         expect(r.status !== 400, `${method} ${template} ${JSON.stringify(body)}: server ${r.status}, schema says ${documented ? 'valid' : 'invalid'}`).toBe(documented);
       }
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Event quality: tracking plans at the door, the quarantine, replay
+
+const purchaseSchema = (minimum = 1, currencies = ['USD', 'EUR', 'XTR']) => ({
+  type: 'object',
+  required: ['propsLong', 'propsString'],
+  properties: {
+    propsLong: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum } } },
+    propsString: { type: 'object', required: ['currency'], properties: { currency: { enum: currencies } } },
+  },
+});
+const plan = (mode: 'warn' | 'block', unplannedEvents: 'allow' | 'warn' | 'block', schema = purchaseSchema()) => ({ mode, unplannedEvents, events: { purchase: schema } });
+const purchase = (over: Record<string, unknown> = {}) => serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, propsString: { currency: 'USD' }, ...over });
+const PLAN = '/admin/projects/{projectId}/tracking-plan';
+const QUARANTINE = '/admin/projects/{projectId}/quarantine';
+const SUMMARY = '/admin/projects/{projectId}/quarantine/summary';
+const REPLAY = '/admin/projects/{projectId}/quarantine/replay';
+const codesOf = (r: Res) => r.body.diagnostics.map((d: Json) => [d.code, d.severity, d.path]).sort();
+
+describe('event quality', () => {
+  it('tracking plans: 200, 204, 400 (a schema that does not compile, too large, wrong shape), 404, 413', async () => {
+    const p = await provision(srv.url);
+    const url = `/admin/projects/${p.projectId}/tracking-plan`;
+    await adminCall('GET', PLAN, url, undefined, 404, 'not_found');
+    expect((await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200)).body).toEqual({ ...plan('warn', 'warn'), version: 1, updatedAt: expect.any(String) });
+    expect((await adminCall('PUT', PLAN, url, plan('block', 'block'), 200)).body.version).toBe(2);
+    expect((await adminCall('GET', PLAN, url, undefined, 200)).body).toEqual({ ...plan('block', 'block'), version: 2, updatedAt: expect.any(String) });
+
+    const broken = await adminCall('PUT', PLAN, url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'integr' } } }, 400, 'bad_request');
+    expect(broken.body.details).toEqual({ eventName: 'purchase', error: expect.stringContaining('type') });
+    const typo = await adminCall('PUT', PLAN, url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object', requird: ['x'] } } }, 400, 'bad_request');
+    expect(typo.body.details.error).toContain('requird');
+    await adminCall('PUT', PLAN, url, { mode: 'strict', unplannedEvents: 'allow', events: {} }, 400, 'bad_request');
+    const big = (n: number, pad: number) => ({ mode: 'warn', unplannedEvents: 'allow', events: Object.fromEntries(Array.from({ length: n }, (_, i) => [`event_${i}`, { description: 'x'.repeat(pad) }])) });
+    expect((await adminCall('PUT', PLAN, url, big(3000, 80), 400, 'bad_request')).body.details).toEqual({ maxBytes: 256 * 1024 });
+    await adminCall('PUT', PLAN, url, big(1, 1100 * 1024), 413, 'payload_too_large');
+    expect((await adminCall('GET', PLAN, url, undefined, 200)).body.version).toBe(2);
+
+    await adminCall('DELETE', PLAN, url, undefined, 204);
+    await adminCall('GET', PLAN, url, undefined, 404, 'not_found');
+    await adminCall('DELETE', PLAN, url, undefined, 204);
+    expect((await adminCall('PUT', PLAN, url, plan('warn', 'allow'), 200)).body.version).toBe(3);
+  });
+
+  it("at the door: a plan's codes are warnings under warn and errors under block, on both endpoints; rejected events are quarantined", async () => {
+    const p = await provision(srv.url);
+    const url = `/admin/projects/${p.projectId}/tracking-plan`;
+    await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200);
+    const warned = check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 }, propsString: { currency: 'GBP' } }), serverEvent({ eventName: 'signup' })] }), 202);
+    expect(warned.body).toMatchObject({ accepted: 2, rejected: 0 });
+    expect(codesOf(warned)).toEqual([
+      ['event_unplanned', 'warning', 'event_name'], ['schema_violation', 'warning', 'props_long.amount'], ['schema_violation', 'warning', 'props_string.currency'],
+    ]);
+
+    await adminCall('PUT', PLAN, url, plan('block', 'block'), 200);
+    const blocked = check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'signup' })] }), 202);
+    expect(blocked.body).toMatchObject({ accepted: 1, rejected: 2 });
+    expect(codesOf(blocked)).toEqual([['event_unplanned', 'error', 'event_name'], ['schema_violation', 'error', 'props_long.amount']]);
+
+    // webapp: every event rejected by the plan is a 400 with the normal body; the event is kept with its verified user.
+    const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 5150 } });
+    const bad = webEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 'lots' } });
+    const all = check('POST', '/tg/webapp', await call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [bad] } }), 400);
+    expect(all.body).toMatchObject({ accepted: 0, rejected: 1 });
+    const q = await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200);
+    expect(q.body.items).toHaveLength(3);
+    expect(q.body.items[0]).toMatchObject({ eventId: bad.eventId, channel: 'webapp', botId: p.botId, userId: '5150', truncated: false, event: bad });
+    expect(q.body.items.slice(1).map((i: Json) => i.channel)).toEqual(['bot_api', 'bot_api']);
+  });
+
+  it('the quarantine: pages with a cursor, a code filter, a cut event, the summary; 400 on bad queries; 204 deletes', async () => {
+    const p = await provision(srv.url);
+    const base = `/admin/projects/${p.projectId}/quarantine`;
+    await adminCall('PUT', PLAN, `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'allow'), 200);
+    for (let i = 0; i < 3; i++) check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase({ propsString: { currency: 'GBP' } }), serverEvent()] }), 202);
+    const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(70_000) } });
+    check('POST', '/tg', await postB(srv.url, p.token, { events: [long] }), 400);
+
+    const first = await adminCall('GET', QUARANTINE, base, undefined, 200);
+    expect(first.body.items).toHaveLength(4);
+    expect(first.body.next).toBeNull();
+    const cut = first.body.items[0];
+    expect(cut).toMatchObject({ eventId: long.eventId, truncated: true });
+    expect(Buffer.byteLength(cut.event)).toBe(64 * 1024);
+
+    const seen: number[] = [];
+    let next: number | null = null;
+    do {
+      const page: Res = await adminCall('GET', QUARANTINE, `${base}?limit=3${next === null ? '' : `&before=${next}`}`, undefined, 200);
+      seen.push(...page.body.items.map((i: Json) => i.id));
+      next = page.body.next;
+    } while (next !== null);
+    expect(seen).toEqual(first.body.items.map((i: Json) => i.id));
+    expect((await adminCall('GET', QUARANTINE, `${base}?code=schema_violation&limit=1000`, undefined, 200)).body.items).toHaveLength(3);
+    for (const q of ['limit=0', 'limit=1001', 'limit=ten', 'code=Not-A-Code', 'before=0', 'before=x']) await adminCall('GET', QUARANTINE, `${base}?${q}`, undefined, 400, 'bad_request');
+
+    const summary = await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200);
+    expect(summary.body).toEqual([{ code: 'schema_violation', count: 3 }, { code: 'platform_user_id_invalid', count: 1 }]);
+
+    await adminCall('DELETE', QUARANTINE, `${base}?code=NOPE`, undefined, 400, 'bad_request');
+    await adminCall('DELETE', QUARANTINE, `${base}?code=platform_user_id_invalid`, undefined, 204);
+    expect((await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200)).body).toEqual([{ code: 'schema_violation', count: 3 }]);
+    await adminCall('DELETE', QUARANTINE, base, undefined, 204);
+    expect((await adminCall('GET', QUARANTINE, base, undefined, 200)).body).toEqual({ items: [], next: null });
+    expect((await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200)).body).toEqual([]);
+  });
+
+  it('replay: a dry run, then for real, by ids, without a body; 400, 402, 413', async () => {
+    const p = await provision(srv.url);
+    const planUrl = `/admin/projects/${p.projectId}/tracking-plan`;
+    const url = `/admin/projects/${p.projectId}/quarantine/replay`;
+    await adminCall('PUT', PLAN, planUrl, plan('block', 'block'), 200);
+    const cheap = purchase({ propsLong: { amount: 0 } });
+    const unplanned = serverEvent({ eventName: 'signup' });
+    const broken = serverEvent({ platformUserId: 'not a number' });
+    expect(check('POST', '/tg', await postB(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] }), 202).body).toMatchObject({ accepted: 1, rejected: 3 });
+    await adminCall('PUT', PLAN, planUrl, plan('block', 'allow', purchaseSchema(0)), 200);
+
+    const dry = await adminCall('POST', REPLAY, url, { dryRun: true }, 200);
+    expect(dry.body).toEqual({ replayed: 3, accepted: 2, stillRejected: 1, duplicated: 0 });
+    expect((await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body.items).toHaveLength(3);
+    const done = await adminCall('POST', REPLAY, url, {}, 200);
+    expect(done.body).toEqual(dry.body);
+    const left = (await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body.items;
+    expect(left.map((i: Json) => i.eventId)).toEqual([broken.eventId]);
+    expect((await adminCall('POST', REPLAY, url, { ids: [left[0].id] }, 200)).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
+    expect(check('POST', REPLAY, await call(`${srv.url}${url}`, { method: 'POST', headers: withAdmin() }), 200).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
+    await adminCall('POST', REPLAY, url, { dryRun: 'yes' }, 400, 'bad_request');
+    await adminCall('POST', REPLAY, url, '{not json', 400, 'bad_request');
+    await adminCall('POST', REPLAY, url, { code: 'x'.repeat(MAX_BODY) }, 413, 'payload_too_large');
+
+    // The allowance: the accepted event used it up, so the replay of the other is refused (a dry run is not).
+    const poor = await provision(srv.url, { eventAllowance: 1 });
+    await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow'), 200);
+    check('POST', '/tg', await postB(srv.url, poor.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } })] }), 202);
+    await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow', purchaseSchema(0)), 200);
+    const poorUrl = `/admin/projects/${poor.projectId}/quarantine/replay`;
+    expect((await adminCall('POST', REPLAY, poorUrl, { dryRun: true }, 200)).body).toEqual({ replayed: 1, accepted: 1, stillRejected: 0, duplicated: 0 });
+    await adminCall('POST', REPLAY, poorUrl, {}, 402, 'allowance_exhausted');
+    expect((await adminCall('GET', QUARANTINE, `/admin/projects/${poor.projectId}/quarantine`, undefined, 200)).body.items).toHaveLength(1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The live view: a WebSocket
+
+/** A Res of the answer to a WebSocket upgrade (the `ws` client's view of it). */
+async function upgradeAnswer(res: IncomingMessage): Promise<Res> {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  let body: unknown;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode!, headers, text, body };
+}
+
+describe('the live view', () => {
+  const LIVE = '/admin/live';
+  const wsUrl = (query: string) => `${srv.url.replace(/^http/, 'ws')}${LIVE}?${query}`;
+
+  it('101 and its messages, as documented; 4001 for a wrong token; 400 for a bad projectId; 404 without the upgrade', async () => {
+    const p = await provision(srv.url);
+    const ws = new WebSocket(wsUrl(`projectId=${p.projectId}`));
+    const messages: Json[] = [];
+    ws.on('message', (d) => messages.push(JSON.parse(d.toString())));
+    // 'upgrade' and 'open' come in the same turn: listen for both at once.
+    const opened = new Promise((resolve) => ws.once('open', resolve));
+    const upgraded = await new Promise<IncomingMessage>((resolve, reject) => {
+      ws.once('upgrade', resolve);
+      ws.once('error', reject);
+    });
+    check('GET', LIVE, { status: upgraded.statusCode!, headers: new Headers(Object.entries(upgraded.headers).map(([k, v]) => [k, String(v)])), text: '', body: undefined }, 101);
+    await opened;
+    const signIn = { token: ADMIN_TOKEN };
+    expectValid({ $ref: '#/components/schemas/LiveSignIn' }, signIn, 'the sign-in message');
+    ws.send(JSON.stringify(signIn));
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 250 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(ok()).toBe(true);
+    };
+    await until(() => messages.some((m) => m.type === 'ready'));
+    const dup = serverEvent({ propsString: { page: 'home' } });
+    check('POST', '/tg', await postB(srv.url, p.token, { events: [dup, dup, serverEvent({ platformUserId: 'x' }), serverEvent({ eventType: 'zzz' })] }), 202);
+    await until(() => messages.length >= 5);
+    expect(messages.map((m) => m.type ?? m.status)).toEqual(['ready', 'accepted', 'duplicated', 'rejected', 'accepted']);
+    for (const m of messages) expectValid({ $ref: '#/components/schemas/LiveMessage' }, m, `live message ${JSON.stringify(m).slice(0, 80)}`);
+    ws.close();
+
+    const closeCodes = Object.keys(doc.paths[LIVE].get['x-websocket'].closeCodes).map(Number);
+    const wrong = new WebSocket(wsUrl(`projectId=${p.projectId}`));
+    const closed = new Promise<number>((resolve) => wrong.on('close', resolve));
+    wrong.on('open', () => wrong.send(JSON.stringify({ token: 'not-the-admin-token' })));
+    const code = await closed;
+    expect(code).toBe(4001);
+    expect(closeCodes).toContain(code);
+
+    const bad = new WebSocket(wsUrl('projectId=nope'));
+    bad.on('error', () => undefined);
+    const refused = await new Promise<Res>((resolve, reject) => {
+      bad.on('unexpected-response', (req, res) => void upgradeAnswer(res).then((r) => {
+        req.destroy();
+        resolve(r);
+      }, reject));
+    });
+    check('GET', LIVE, refused, 400, 'bad_request');
+    check('GET', LIVE, await call(`${srv.url}${LIVE}?projectId=${p.projectId}`), 404, 'not_found');
   });
 });
 
@@ -502,13 +750,16 @@ describe('probes, metrics, the page', () => {
 // ---------------------------------------------------------------------------------------------
 // Both directions: every route is documented, every documented operation was exercised.
 
-/** The routes src/app.ts, src/admin/api.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
+/** The routes src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
 const ROUTES = [
   'POST /tg', 'POST /messenger', 'POST /tg/webapp', 'OPTIONS /tg/webapp', 'POST /messenger/webapp', 'OPTIONS /messenger/webapp',
   'POST /admin/projects', 'GET /admin/projects', 'GET /admin/projects/{projectId}', 'PATCH /admin/projects/{projectId}',
   'GET /admin/projects/{projectId}/usage', 'GET /admin/projects/{projectId}/reports/revenue', 'GET /admin/projects/{projectId}/stats',
   'GET /admin/projects/{projectId}/bots', 'POST /admin/bots', 'GET /admin/bots', 'GET /admin/bots/{botId}', 'PATCH /admin/bots/{botId}',
   'POST /admin/bots/{botId}/tokens', 'GET /admin/bots/{botId}/tokens', 'DELETE /admin/tokens/{tokenId}',
+  'PUT /admin/projects/{projectId}/tracking-plan', 'GET /admin/projects/{projectId}/tracking-plan', 'DELETE /admin/projects/{projectId}/tracking-plan',
+  'GET /admin/projects/{projectId}/quarantine', 'DELETE /admin/projects/{projectId}/quarantine', 'GET /admin/projects/{projectId}/quarantine/summary',
+  'POST /admin/projects/{projectId}/quarantine/replay', 'GET /admin/live',
   'GET /admin/', 'GET /admin', 'GET /admin/page/{file}',
   'GET /openapi.json', 'GET /metrics', 'GET /healthz', 'GET /readyz',
 ];
@@ -519,7 +770,7 @@ describe('coverage', () => {
     const app = source('src/app.ts');
     const page = source('src/admin/page.ts');
     // Literal routes, as a cross-check of ROUTES (the loops over paths in app.ts are checked below).
-    for (const f of [app, source('src/admin/api.ts'), page]) {
+    for (const f of [app, source('src/admin/api.ts'), source('src/admin/quality-api.ts'), page]) {
       for (const [, m, p] of f.matchAll(/\.route\('(\w+)',\s*[`']([^`']+)[`']/g)) {
         if (m === 'any') continue;
         const route = `${m === 'del' ? 'DELETE' : m!.toUpperCase()} ${p!.replace(/:(\w+)/g, '{$1}').replace(/\$\{\w+\}/g, '{file}')}`;
@@ -527,6 +778,9 @@ describe('coverage', () => {
       }
     }
     for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g)) expect(ROUTES, `${p} (app.ts)`).toContain(`POST ${p}`);
+    // The live view is a WebSocket route of uWS itself, answering GET.
+    expect(app).toContain('live.mount(adminServer.app, PATHS.adminLive)');
+    expect(ROUTES).toContain(`GET ${PATHS.adminLive}`);
     const assets = [...page.matchAll(/'([\w-]+\.(?:js|css|svg|png|ico|html|json))'\s*:/g)].map((m) => m[1]);
     expect(doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema.enum.sort()).toEqual(assets.sort());
 

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, MESSENGER_PRODUCTION_KEY, readConfig } from '../../src/config.js';
 
@@ -9,7 +10,7 @@ describe('readConfig', () => {
       initDataMaxAgeS: 900, rateLimitPerMin: 120, rateLimitBurst: 300, logLevel: 'info', maxBodyBytes: 32 * 1024 * 1024, corsAllowOrigins: ['*'],
     });
     expect(c.dataDir.endsWith('.data')).toBe(true);
-    expect(c.workers).toBeGreaterThanOrEqual(1);
+    expect(c.workers).toBe(availableParallelism());
     expect(Object.isFrozen(c)).toBe(true);
   });
 
@@ -26,8 +27,16 @@ describe('readConfig', () => {
     });
   });
 
+  it('takes WORKERS from 1 to 256 and says why it refuses another value', () => {
+    expect(readConfig({ WORKERS: '1' }).workers).toBe(1);
+    expect(readConfig({ WORKERS: '256' }).workers).toBe(256);
+    expect(() => readConfig({ WORKERS: '0' })).toThrow(new ConfigError('WORKERS', 'must be between 1 and 256, got 0'));
+    expect(() => readConfig({ WORKERS: '257' })).toThrow(new ConfigError('WORKERS', 'must be between 1 and 256, got 257'));
+    expect(() => readConfig({ WORKERS: 'x' })).toThrow(new ConfigError('WORKERS', 'must be an integer, got "x"'));
+  });
+
   it.each([
-    ['PORT', 'eighty'], ['PORT', '70000'], ['WORKERS', '0'], ['INITDATA_PUBLIC_KEYS', 'abc'], ['INITDATA_MAX_AGE_S', '0'],
+    ['PORT', 'eighty'], ['PORT', '70000'], ['WORKERS', '0'], ['WORKERS', '257'], ['WORKERS', 'x'], ['INITDATA_PUBLIC_KEYS', 'abc'], ['INITDATA_MAX_AGE_S', '0'],
     ['INITDATA_MAX_AGE_S', '1.5'], ['RATE_LIMIT_PER_MIN', '-1'], ['RATE_LIMIT_BURST', 'x'], ['LOG_LEVEL', 'loud'],
     ['DATABASE_URL', 'mysql://x'], ['DATABASE_URL', 'not a url'], ['MAX_BODY_BYTES', '10'], ['ADMIN_TOKEN', 'short'],
     ['CORS_ALLOW_ORIGINS', 'example.com/path'], ['HOST', 'bad host'],

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.js';
 import { Metrics } from '../../src/metrics.js';
-import { DIAGNOSTICS } from '../../src/pipeline/diagnostics.js';
+import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
 
@@ -70,7 +70,17 @@ describe('docs/api.md', () => {
   it('lists every diagnostic of src/pipeline/diagnostics.ts with its severity, and no other', () => {
     const documented = codeTable(section(api, '## Diagnostic codes'));
     expect(documented.size).toBeGreaterThan(0);
-    expect(compare(documented, Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, d.severity])))).toEqual(clean);
+    // The codes of a tracking plan come with the severity the plan says (the table holds the stricter one).
+    const severity = (c: string, s: string) => (PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? 'warning or error (the plan decides)' : s);
+    expect(PLAN_CODES.size).toBeGreaterThan(0);
+    expect(compare(documented, Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, severity(c, d.severity)])))).toEqual(clean);
+  });
+
+  it('explains tracking plans, the quarantine and replay, with a worked example', () => {
+    const quality = section(api, '## Tracking plans, the quarantine and replay').join('\n');
+    for (const code of PLAN_CODES) expect(quality).toContain(`\`${code}\``);
+    const example = section(api, '### Worked example (tracking plan)').join('\n');
+    for (const route of ['/tracking-plan', '/quarantine', '/quarantine/replay', '"dryRun": true']) expect(example).toContain(route);
   });
 
   it('lists every field of the tg.* registry with its bucket, and no other', () => {
@@ -108,7 +118,7 @@ describe('README.md', () => {
 
   it('lists every tg_ingest_ metric the service registers, and no other', async () => {
     const zero = () => 0;
-    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, caches: () => ({}) });
+    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map() });
     const registered = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => n.startsWith('tg_ingest_')));
     expect(registered.size).toBeGreaterThan(10);
     const documented = new Set<string>();
@@ -116,6 +126,25 @@ describe('README.md', () => {
       for (const m of (first ?? '').matchAll(/`(tg_ingest_[a-z_]+)`/g)) documented.add(m[1]!);
     }
     expect({ missing: [...registered].filter((n) => !documented.has(n)), unknown: [...documented].filter((n) => !registered.has(n)) }).toEqual({ missing: [], unknown: [] });
+  });
+
+  it('names the label values of the cache and replay metrics as the code has them', async () => {
+    const rows = new Map(tableRows(section(readme, '## Observability')).map((r) => [/`(tg_ingest_[a-z_]+)`/.exec(r[0] ?? '')?.[1], r[2] ?? '']));
+    const values = (metric: string, label: string) => {
+      const m = new RegExp(`\`${label}\` \\(([^)]*)\\)`).exec(rows.get(metric) ?? '');
+      return [...(m?.[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((v) => v[1]!).sort();
+    };
+    // The caches src/app.ts hands to the metrics.
+    const caches = /caches: \(\) => \(\{([^}]*)\}\)/.exec(read('src/app.ts'))?.[1] ?? '';
+    const cacheNames = [...caches.matchAll(/(\w+):/g)].map((m) => m[1]!).sort();
+    expect(cacheNames).toContain('tracking_plan');
+    expect(values('tg_ingest_cache_requests_total', 'cache')).toEqual(cacheNames);
+    // The outcomes of a replay, as the metrics count them.
+    const zero = () => 0;
+    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map() });
+    metrics.replay({ accepted: 1, stillRejected: 1, duplicated: 1 });
+    const replayed = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'tg_ingest_replayed_events_total')!;
+    expect(values('tg_ingest_replayed_events_total', 'outcome')).toEqual(replayed.values.map((v) => String(v.labels.outcome)).sort());
   });
 
   it('shows make run and make test on its first screen', () => {

@@ -1037,7 +1037,7 @@ function replayScope() {
   const n = q.selected.size;
   if (n > 0) return { body: { ids: [...q.selected] }, text: `the ${n} selected ${n === 1 ? 'event' : 'events'}`, label: `Replay ${n} selected…` };
   if (q.code !== null) return { body: { code: q.code }, text: `the events with the code ${q.code}`, label: `Replay all with ${q.code}…` };
-  return { body: {}, text: 'every quarantined event', label: 'Replay all…' };
+  return { body: {}, text: 'all quarantined events', label: 'Replay all…' };
 }
 
 function renderReplayButton() {
@@ -1058,8 +1058,8 @@ function renderPreview() {
   const r = p.result;
   $('replay-preview-scope').textContent =
     r.replayed === 0
-      ? `There is nothing to replay in ${p.scope.text}.`
-      : `Checked ${fmt(r.replayed)} of ${p.scope.text} against the current pipeline and tracking plan. Nothing has changed yet.`;
+      ? `Dry run of ${p.scope.text}: there is nothing to replay.`
+      : `Dry run of ${p.scope.text}: ${fmt(r.replayed)} ${r.replayed === 1 ? 'event' : 'events'} checked against the current pipeline and tracking plan. Nothing has changed yet.`;
   for (const [id, value] of [['replay-accepted', r.accepted], ['replay-rejected', r.stillRejected], ['replay-duplicated', r.duplicated]]) {
     const dd = $('replay-preview').querySelector(`[data-testid="${id}"]`);
     dd.textContent = fmt(value);
@@ -1164,12 +1164,15 @@ function openWatch() {
   closeWatch();
   const projectId = state.projectId;
   const token = sessionStorage.getItem(STORAGE_KEY);
-  if (projectId === null || token === null) return;
-  let ws;
+  let ws = null;
   try {
-    ws = new WebSocket(watchUrl(projectId));
+    if (projectId !== null && token !== null) ws = new WebSocket(watchUrl(projectId));
   } catch (err) {
     watchStatus(`The live view could not be opened: ${err.message}`);
+  }
+  if (ws === null) {
+    // The switch follows the stream, which did not open.
+    renderWatchToggle();
     return;
   }
   w.ws = ws;

@@ -127,10 +127,31 @@ describe('normalizeEvent: warnings repair the event', () => {
   });
 
   it('keeps __proto__ and constructor keys as plain data', () => {
-    const input = JSON.parse('{"propsString":{"__proto__":"p","constructor":"c"}}');
+    const protoNames = Object.getOwnPropertyNames(Object.prototype).sort();
+    // JSON.parse makes "__proto__" an own data key, as a request body would.
+    const input = JSON.parse('{"eventOrigin":"platform","propsString":{"__proto__":"p","constructor":"c","tg.__proto__":"t","tg.constructor":"u"},"propsLong":{"__proto__":5,"prototype":6},"propsBool":{"constructor":true}}');
     const r = run(input);
-    expect(r.raw!.propsString).toBe('{"__proto__":"p","constructor":"c"}');
-    expect(({} as Record<string, unknown>).p).toBeUndefined();
+    expect(r.diags).toEqual([]);
+    // The stored JSON text holds every key, in order, as data; none was promoted to $tg.
+    expect(r.raw!.propsString).toBe('{"__proto__":"p","constructor":"c","tg.__proto__":"t","tg.constructor":"u"}');
+    expect(r.raw!.propsLong).toBe('{"__proto__":5,"prototype":6}');
+    expect(r.raw!.propsBool).toBe('{"constructor":true}');
+    expect(r.raw!.tg).toBeNull();
+    expect(r.raw!.actionKey).toBeNull();
+    // Read back, "__proto__" is an own property with its value, and the object's prototype is untouched.
+    const props = JSON.parse(r.raw!.propsString!) as Record<string, unknown>;
+    expect(Object.keys(props)).toEqual(['__proto__', 'constructor', 'tg.__proto__', 'tg.constructor']);
+    expect(Object.getOwnPropertyDescriptor(props, '__proto__')).toEqual({ value: 'p', writable: true, enumerable: true, configurable: true });
+    expect(Object.getPrototypeOf(props)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(JSON.parse(r.raw!.propsLong!), '__proto__')?.value).toBe(5);
+    // Object.prototype was not polluted: the same own names, constructor still Object, no "p", 5 or "c" anywhere.
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(protoNames);
+    expect(Object.getPrototypeOf(Object.prototype)).toBeNull();
+    expect(Object.prototype.constructor).toBe(Object);
+    const fresh = {} as Record<string, unknown>;
+    expect(Object.getPrototypeOf(fresh)).toBe(Object.prototype);
+    expect(fresh.constructor).toBe(Object);
+    expect([fresh.p, fresh.prototype, fresh.t, fresh.u, fresh['tg.__proto__']]).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 });
 
