@@ -124,7 +124,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const quota = new Quota(sql, leases, { ttlMs: config.authCacheTtlMs, leaseMs, waitLimitMs: config.writeTimeoutMs });
   const plans = new PlanCache(sql, config.authCacheTtlMs);
   const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
-  const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed });
+  const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed, trustProxy: config.trustProxy });
   const quality = new QualityStore(sql);
   // The quarantine stays bounded: by age and by count per project, checked every QUARANTINE_PRUNE_EVERY_MS.
   const pruner = setInterval(() => {

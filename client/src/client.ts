@@ -347,7 +347,7 @@ export class IngestClient<E extends object> {
 
 function stamp<E extends object>(event: E): Stamped<E> {
   const e = event as { eventId?: unknown; eventDate?: unknown };
-  const eventId = typeof e.eventId === 'string' && e.eventId !== '' ? e.eventId : uuid();
+  const eventId = typeof e.eventId === 'string' && e.eventId !== '' ? e.eventId : uuidv7();
   const eventDate = e.eventDate instanceof Date ? e.eventDate.toISOString() : typeof e.eventDate === 'string' ? e.eventDate : new Date().toISOString();
   // A copy, so a caller mutating its object cannot change what a retry resends.
   return { ...event, eventId, eventDate } as Stamped<E>;
@@ -363,12 +363,22 @@ function unserializable(event: object): IngestError | null {
   }
 }
 
-/** crypto.randomUUID exists only in secure contexts (https, localhost); getRandomValues everywhere. */
-function uuid(): string {
-  const c = globalThis.crypto;
-  if (typeof c.randomUUID === 'function') return c.randomUUID();
-  const b = c.getRandomValues(new Uint8Array(16));
-  b[6] = (b[6]! & 0x0f) | 0x40;
+/**
+ * A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. The service's unique index on
+ * (project, eventId) then takes a project's new ids at its right edge, in pages that stay in memory,
+ * instead of at a random page of an index that may be far larger than memory.
+ */
+export function uuidv7(now = Date.now()): string {
+  const b = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  const ms = Math.max(0, Math.floor(now));
+  const high = Math.floor(ms / 2 ** 16);
+  b[0] = (high >>> 24) & 0xff;
+  b[1] = (high >>> 16) & 0xff;
+  b[2] = (high >>> 8) & 0xff;
+  b[3] = high & 0xff;
+  b[4] = (ms >>> 8) & 0xff;
+  b[5] = ms & 0xff;
+  b[6] = (b[6]! & 0x0f) | 0x70;
   b[8] = (b[8]! & 0x3f) | 0x80;
   const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -6,8 +6,9 @@ export type Endpoint = 'bot_api' | 'webapp';
 /** Status 0 stands for "no response" (network error or timeout): always retryable, the server dedups by eventId. */
 export function isRetryable(endpoint: Endpoint, status: number): boolean {
   if (status === 0 || status === 429) return true;
-  // bot_api answers 503 for a transient outage and nothing else transient; its 500 means a bug, final.
-  if (endpoint === 'bot_api') return status === 503;
+  // bot_api's own transient answer is 503; a proxy in front answers 502 or 504 when no instance
+  // does. Its 500 means a bug: final.
+  if (endpoint === 'bot_api') return status === 502 || status === 503 || status === 504;
   return status === 408 || (status >= 500 && status <= 599);
 }
 

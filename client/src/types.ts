@@ -4,7 +4,7 @@
 export type EventType = 'message' | 'interaction' | 'payment' | 'membership' | 'business' | 'poll' | 'reaction' | 'boost' | 'platform';
 
 interface EventFields {
-  /** UUID used for deduplication; filled with `crypto.randomUUID()` when omitted. */
+  /** UUID used for deduplication; filled with a UUIDv7 (time-ordered) when omitted. */
   eventId?: string;
   eventName: string;
   /** ISO 8601 date-time (or a Date); filled with the time of `track()` when omitted. */

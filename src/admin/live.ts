@@ -6,6 +6,7 @@
 // many as the viewers can still take this second. Each instance shows the events it answers.
 import type { Channel } from '../model.js';
 import type { LiveEvent } from '../pipeline/batch.js';
+import { clientAddress } from '../http/client-address.js';
 import { parseUuid } from '../pipeline/ids.js';
 import type { TemplatedApp, WebSocket } from '../http/uws.js';
 
@@ -37,6 +38,8 @@ export interface LiveOptions {
   authorize: (token: string) => boolean;
   /** Charges a failed sign-in to the address; false when it is past its budget. */
   failed: (address: string) => boolean;
+  /** Whether the last X-Forwarded-For entry is the client's address (TRUST_PROXY). */
+  trustProxy: boolean;
   now?: () => number;
 }
 
@@ -108,7 +111,7 @@ export class LiveHub {
         const key = req.getHeader('sec-websocket-key');
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');
-        const address = Buffer.from(res.getRemoteAddressAsText()).toString();
+        const address = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for') || undefined, this.o.trustProxy);
         if (projectId === null) {
           res.cork(() => res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json').writeHeader('X-Content-Type-Options', 'nosniff')
             .end('{"error":"bad_request","message":"projectId must be a UUID."}'));

@@ -57,6 +57,8 @@ interface Lease {
   until: number;
   startedAt: number;
   renewing: Promise<void> | null;
+  /** The allowance changed while this lease was being renewed: the grant admits nothing. */
+  stale: boolean;
 }
 
 /** Per project: events admitted and not settled yet, and who waits for them. */
@@ -182,7 +184,19 @@ export class Quota {
   forget(projectId: string): void {
     const plan = this.plans.get(projectId);
     if (plan !== undefined) plan.loadedAt = -Infinity;
-    this.leases.delete(projectId);
+    this.expireLease(projectId);
+  }
+
+  /**
+   * The next request renews the lease against the current allowance. A renewal under way is not
+   * dropped (a second one beside it would record less in flight than this instance admits): its
+   * grant is marked to admit nothing, and the renewal after it asks again.
+   */
+  private expireLease(projectId: string): void {
+    const lease = this.leases.get(projectId);
+    if (lease === undefined) return;
+    lease.until = 0;
+    lease.stale = true;
   }
 
   private renew(projectId: string, month: string, events: number): Promise<void> {
@@ -191,7 +205,7 @@ export class Quota {
     // Sized for twice what the last lease admitted in its lifetime, at least minBlock.
     const rate = prev === undefined ? 0 : prev.used / Math.max(1, this.now() - prev.startedAt);
     const want = Math.max(events, this.o.minBlock ?? 1000, Math.ceil(rate * this.o.leaseMs * 2));
-    const holder: Lease = { month, room: 0, used: 0, until: 0, startedAt: this.now(), renewing: null };
+    const holder: Lease = { month, room: 0, used: 0, until: 0, startedAt: this.now(), renewing: null, stale: false };
     holder.renewing = (async () => {
       let grant: Grant;
       try {
@@ -206,7 +220,8 @@ export class Quota {
         plan.billed = Math.max(plan.billed, grant.billed);
       }
       const now = this.now();
-      this.leases.set(projectId, { month, room: grant.granted, used: 0, until: now + this.o.leaseMs, startedAt: now, renewing: null });
+      const until = holder.stale ? 0 : now + this.o.leaseMs;
+      this.leases.set(projectId, { month, room: grant.granted, used: 0, until, startedAt: now, renewing: null, stale: false });
     })().finally(() => {
       holder.renewing = null;
     });
@@ -219,10 +234,13 @@ export class Quota {
     const plan = this.plans.get(projectId);
     if (plan !== undefined && plan.month === currentMonth(this.wallNow())) {
       this.stats.hits++;
-      if (nowMs - plan.loadedAt >= this.o.ttlMs) {
-        // Refresh in the background; only a plan changed here (loadedAt = -Infinity) is awaited.
+      const age = nowMs - plan.loadedAt;
+      if (age >= this.o.ttlMs) {
+        // Refreshed in the background while younger than twice the TTL, so a change made through
+        // another instance is in force within that; an older plan (an idle project, or one changed
+        // here: loadedAt = -Infinity) is re-read before it is used.
         const refresh = this.load(projectId);
-        if (plan.loadedAt === -Infinity) return refresh;
+        if (age >= 2 * this.o.ttlMs) return refresh;
         refresh.catch(() => undefined);
       }
       return plan;
@@ -252,6 +270,8 @@ export class Quota {
     const month = usage?.month ?? currentMonth(this.wallNow());
     const known = this.plans.get(projectId);
     if (known !== undefined && known.month === month) {
+      // A lease was granted against the old allowance: it must not admit past a lowered one.
+      if (known.allowance !== allowance) this.expireLease(projectId);
       // Our own commits may postdate the snapshot; others' show up in it. Take the larger.
       known.allowance = allowance;
       known.billed = Math.max(known.billed, dbBilled);

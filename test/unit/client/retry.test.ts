@@ -5,7 +5,7 @@ import { backoffMs, isRetryable, parseRetryAfter } from '../../../client/src/ret
 describe('isRetryable', () => {
   it('bot_api: only no answer, 429 and 503', () => {
     const statuses = [0, 400, 401, 402, 403, 404, 408, 409, 413, 415, 429, 500, 502, 503, 504, 599];
-    expect(statuses.filter((s) => isRetryable('bot_api', s))).toEqual([0, 429, 503]);
+    expect(statuses.filter((s) => isRetryable('bot_api', s))).toEqual([0, 429, 502, 503, 504]);
   });
 
   it('webapp: no answer, 408, 429 and every 5xx', () => {

@@ -1,6 +1,6 @@
 // What track() stamps on an event, without a server.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createClient } from '../../../client/src/index.js';
+import { createClient, uuidv7 } from '../../../client/src/index.js';
 import { fakeFetch } from '../../helpers/client-fakes.js';
 
 afterEach(() => {
@@ -9,19 +9,24 @@ afterEach(() => {
 
 const client = () => createClient({ baseUrl: 'https://ingest.test', apiKey: 'k', fetch: fakeFetch().fetch, flushIntervalMs: 60_000 });
 const ev = { eventName: 'start', eventType: 'message', eventOrigin: 'custom', platformUserId: '42' } as const;
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const msOf = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 
 describe('track', () => {
-  it('fills a v4 eventId, also where crypto.randomUUID is missing (a page that is not a secure context)', async () => {
+  it('fills a UUIDv7 eventId: the time of the call in its first 48 bits, random bits after', async () => {
     const c = client();
-    expect(c.track(ev).eventId).toMatch(UUID_V4);
-    const real = globalThis.crypto;
-    vi.stubGlobal('crypto', { getRandomValues: (a: Uint8Array) => real.getRandomValues(a) });
+    const before = Date.now();
     const ids = Array.from({ length: 50 }, () => c.track(ev).eventId);
-    for (const id of ids) expect(id).toMatch(UUID_V4);
+    const after = Date.now();
+    for (const id of ids) {
+      expect(id).toMatch(UUID_V7);
+      expect(msOf(id)).toBeGreaterThanOrEqual(before);
+      expect(msOf(id)).toBeLessThanOrEqual(after);
+    }
     expect(new Set(ids).size).toBe(50);
+    // Only crypto.getRandomValues is needed (crypto.randomUUID is missing outside secure contexts).
     vi.stubGlobal('crypto', { getRandomValues: (a: Uint8Array) => a.fill(0xff) });
-    expect(c.track(ev).eventId).toBe('ffffffff-ffff-4fff-bfff-ffffffffffff');
+    expect(uuidv7(Date.UTC(2026, 0, 31, 12))).toBe(`${(Date.UTC(2026, 0, 31, 12)).toString(16).padStart(12, '0').replace(/^(.{8})(.{4})$/, '$1-$2')}-7fff-bfff-ffffffffffff`);
     vi.unstubAllGlobals();
     await c.close();
   });
