@@ -37,6 +37,9 @@ export interface RunOptions {
 }
 
 async function measure(name: string, db: Database, svc: Service, events: number, o: RunOptions, driver: (durationS: number) => Promise<LoadResult>): Promise<Figures> {
+  // Every scenario starts clean: the previous one's dirty pages are written now, not by a
+  // checkpoint during this one's window.
+  await db.sql`CHECKPOINT`;
   await driver(o.warmupS);
   const before = await tableRows(db.sql);
   const cpu = cpuWindow(svc.pid);
@@ -76,6 +79,8 @@ export async function endpointB(name: string, db: Database, o: RunOptions & {
   invalidEvery?: number;
   /** One live viewer watching the project throughout. */
   viewer?: boolean;
+  /** Runs once the project exists, before the warm-up (b-large-50m preloads its table). */
+  prepare?: (ids: { projectId: string; botId: string }) => Promise<void>;
 }): Promise<Figures> {
   const svc = await startService(db.url, o.env);
   // A Prometheus-like scraper polling /metrics throughout, to show what counting costs.
@@ -87,7 +92,8 @@ export async function endpointB(name: string, db: Database, o: RunOptions & {
     }
   })();
   try {
-    const { token, projectId } = await provision(svc.url);
+    const { token, projectId, botId } = await provision(svc.url);
+    if (o.prepare !== undefined) await o.prepare({ projectId, botId });
     if (o.plan !== undefined) await adminCall(svc.url, 'PUT', `/admin/projects/${projectId}/tracking-plan`, o.plan);
     const viewer = o.viewer ? await watch(svc.url, projectId) : null;
     const tail = runTail();

@@ -89,7 +89,7 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
 
   // One request per event, so each learns whether it was stored or already there; the writer
   // still commits them together.
-  const outcomes = await Promise.all(accepted.map(async (a): Promise<WriteOutcome> => {
+  const settled = await Promise.allSettled(accepted.map(async (a): Promise<WriteOutcome> => {
     const b = a.batch!;
     const reservation = await deps.quota.reserve(projectId, b.accepted);
     try {
@@ -105,14 +105,24 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
       throw err;
     }
   }));
-  outcomes.forEach((o, i) => {
-    if (o.redelivered > 0) duplicated.push(accepted[i]!.row.id);
+  // Events stored before a failure (the allowance running out mid-replay, say) leave the
+  // quarantine all the same; the others stay for the next replay.
+  const stored: Checked[] = [];
+  let failure: unknown = null;
+  settled.forEach((s, i) => {
+    if (s.status === 'rejected') {
+      failure ??= s.reason;
+      return;
+    }
+    stored.push(accepted[i]!);
+    if (s.value.redelivered > 0) duplicated.push(accepted[i]!.row.id);
     else result.accepted++;
   });
-  await deps.store.release(projectId, [...accepted.map((a) => a.row.id), ...duplicated]);
+  await deps.store.release(projectId, [...stored.map((a) => a.row.id), ...duplicated]);
   await deps.store.rediagnose(projectId, stillRejected);
   result.duplicated = duplicated.length;
   result.stillRejected = stillRejected.length;
   deps.onReplayed?.(result);
+  if (failure !== null) throw failure;
   return result;
 }

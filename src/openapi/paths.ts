@@ -250,7 +250,7 @@ function qualityPaths(): Record<string, Obj> {
           `Takes the chosen entries (oldest first, at most ${REPLAY_MAX} per call; call again for more) and runs each as if it arrived now on its original endpoint and connection (token or bot), under the tracking plan in force.`,
           'Events that pass are stored, billed by the usual rules (deduplicated by eventId) and leave the quarantine; events whose eventId is stored already count as `duplicated` and leave too; the others stay, with the diagnostics of this replay. An entry cut to its first 64 KiB always stays rejected.',
           '`dryRun: true` answers the counts a replay would and changes nothing (it does not look at the allowance).',
-          'Replayed events count against the allowance like any others: 402 `allowance_exhausted` when it is used up. Should it run out during the call, the events stored until then stay listed in the quarantine and count as `duplicated` at the next replay.',
+          'Replayed events count against the allowance like any others: 402 `allowance_exhausted` when it is used up. Should it run out during the call, the answer is 402 too: the events stored until then have left the quarantine, the others stay for the next replay.',
         ].join('\n\n'),
         ids, body: 'ReplayRequest', bodyRequired: false, errors: ['allowance_exhausted', 'unavailable', 'overloaded'],
         errorNotes: { 402: "The project's allowance for this month is used up.", 503: "The allowance could not be read, or the writer is busy; retry after Retry-After (stored events are recognised)." },

@@ -148,7 +148,7 @@ function eventSchemas(): Record<string, Schema> {
       ...obj(common, ['eventId', 'eventName', 'eventDate']),
     },
     UserProfile: {
-      description: 'A profile on the bot_api endpoint. Fields sent are updated, fields not sent are kept; `null` clears. An invalid item is skipped with a `user_profile_invalid` warning.',
+      description: 'A profile on the bot_api endpoint. Fields sent are updated; fields absent or `null` keep their stored value. An invalid item is skipped with a `user_profile_invalid` warning.',
       ...obj({
         messengerUserId: ref('MessengerId'),
         username: { type: ['string', 'null'], maxLength: 256 },

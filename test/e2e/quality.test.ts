@@ -228,6 +228,30 @@ describe('replay', () => {
   });
 });
 
+describe('replay past the allowance', () => {
+  it('402 once the allowance runs out: what was stored leaves the quarantine, the rest stays for the next replay', async () => {
+    const p = await provision(srv.url, { eventAllowance: 3 });
+    await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} });
+    const sent = Array.from({ length: 5 }, () => serverEvent({ eventName: 'signup' }));
+    expect((await postB(srv.url, p.token, { events: sent })).body).toMatchObject({ accepted: 0, rejected: 5 });
+    await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/tracking-plan`);
+
+    const url = `/admin/projects/${p.projectId}/quarantine/replay`;
+    const refused = await admin(srv.url, 'POST', url, {});
+    expect([refused.status, refused.body.error]).toEqual([402, 'allowance_exhausted']);
+    const stored = (await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`).map((r) => r.event_id);
+    expect(stored).toHaveLength(3);
+    expect(await usage(p)).toMatchObject({ eventsBilled: 3, eventsStored: 3 });
+    const left = (await quarantine(p)).items.map((i: { eventId: string }) => i.eventId);
+    expect(left.sort()).toEqual(sent.map((e) => e.eventId as string).filter((id) => !stored.includes(id)).sort());
+
+    await admin(srv.url, 'PATCH', `/admin/projects/${p.projectId}`, { eventAllowance: 10 });
+    expect((await admin(srv.url, 'POST', url, {})).body).toEqual({ replayed: 2, accepted: 2, stillRejected: 0, duplicated: 0 });
+    expect((await quarantine(p)).items).toHaveLength(0);
+    expect(await usage(p)).toMatchObject({ eventsBilled: 5, eventsStored: 5 });
+  });
+});
+
 describe('a changed plan on another instance', () => {
   it('is in force within 2 × AUTH_CACHE_TTL_MS', async () => {
     const other = await startServer(db.url, { AUTH_CACHE_TTL_MS: '300', RATE_LIMIT_BURST: '100000' });
