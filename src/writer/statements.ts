@@ -71,7 +71,7 @@ export interface Shard {
  * statement waited for it; a free report another transaction took first makes ON CONFLICT DO
  * NOTHING return nothing, so the later one is billed.
  */
-export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: Shard, since: string): string {
+export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: Shard, inserted: ReceivedRange): string {
   return `WITH input AS (
       SELECT * FROM unnest(${sqlArray(claims.map((c) => c.projectId), 'uuid')}, ${sqlArray(claims.map((c) => c.key), 'text')},
                            ${sqlArray(claims.map((c) => c.connection), 'text')}, ${sqlArray(claims.map((c) => c.eventId), 'uuid')}, ${sqlArray(claims.map((c) => c.req), 'int')})
@@ -79,7 +79,7 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), mine AS (
       SELECT DISTINCT ON (i.project_id, i.event_id) i.*
       FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id
-        AND e.received_at >= ${since} AND e.xmin = pg_current_xact_id()::xid
+        AND e.received_at BETWEEN ${inserted.from} AND ${inserted.to} AND e.xmin = pg_current_xact_id()::xid
       ORDER BY i.project_id, i.event_id, i.ord
     ), firsts AS (
       SELECT DISTINCT ON (project_id, action_key) project_id, action_key, connection_id
@@ -103,7 +103,7 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), unbilled AS (
       UPDATE events e SET billed = false
       FROM candidates c JOIN freed f USING (project_id, action_key, connection_id)
-      WHERE e.project_id = c.project_id AND e.event_id = c.event_id AND e.received_at >= ${since}
+      WHERE e.project_id = c.project_id AND e.event_id = c.event_id AND e.received_at BETWEEN ${inserted.from} AND ${inserted.to}
       RETURNING c.project_id, c.req
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
@@ -117,6 +117,28 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
       ${LEDGER_CONFLICT}
     )
     SELECT req, n FROM counts`;
+}
+
+/**
+ * The receipt times of a transaction's requests, as timestamptz literals: its own rows lie between
+ * them, so statements that look for those rows are planned against their partition alone. Bounded
+ * by the start of the month before instead, the billing statement spans four partitions, and
+ * 10-event requests (every tenth event a messenger action) ran at ~5,550 req/s here against ~6,080.
+ */
+export interface ReceivedRange {
+  from: string;
+  to: string;
+}
+
+export function receivedRange(receivedAt: readonly string[]): ReceivedRange {
+  let from = receivedAt[0]!;
+  let to = from;
+  for (const t of receivedAt) {
+    if (t < from) from = t;
+    if (t > to) to = t;
+  }
+  // The service's own ISO timestamps, the very text the rows carry.
+  return { from: `'${from}'::timestamptz`, to: `'${to}'::timestamptz` };
 }
 
 /** The start of the month before the one `iso` falls in (UTC), as a timestamptz literal. */

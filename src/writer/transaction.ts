@@ -5,7 +5,7 @@
 import { latestBots } from './bots.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
 import {
-  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, type Shard, sightingsSql, storedBeforeSql, type StoredCount,
+  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, receivedRange, type Shard, sightingsSql, storedBeforeSql, type StoredCount,
   updateBotsSql, upsertUsersSql,
 } from './statements.js';
 import type { UserRows } from './users.js';
@@ -60,7 +60,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   if (recheck.length > 0) statements.push(storedBeforeSql(recheck.map(([p]) => p), recheck.map(([, id]) => id), since));
   // Then the billing statement: its rows are the unbilled counts.
   const billingAt = statements.length;
-  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, since) : ledgerSql(storedCounts, shard));
+  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, receivedRange(batch.map((r) => r.receivedAt))) : ledgerSql(storedCounts, shard));
   const userRows = users.select(batch);
   if (userRows.sightings.ids.length > 0) statements.push(sightingsSql(userRows.sightings.projects, userRows.sightings.ids));
   if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
