@@ -79,7 +79,7 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), mine AS (
       SELECT DISTINCT ON (i.project_id, i.event_id) i.*
       FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id
-        AND e.received_at BETWEEN ${inserted.from} AND ${inserted.to} AND e.xmin = pg_current_xact_id()::xid
+        AND e.received_at BETWEEN '${inserted.from}'::timestamptz AND '${inserted.to}'::timestamptz AND e.xmin = pg_current_xact_id()::xid
       ORDER BY i.project_id, i.event_id, i.ord
     ), firsts AS (
       SELECT DISTINCT ON (project_id, action_key) project_id, action_key, connection_id
@@ -103,7 +103,7 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
     ), unbilled AS (
       UPDATE events e SET billed = false
       FROM candidates c JOIN freed f USING (project_id, action_key, connection_id)
-      WHERE e.project_id = c.project_id AND e.event_id = c.event_id AND e.received_at BETWEEN ${inserted.from} AND ${inserted.to}
+      WHERE e.project_id = c.project_id AND e.event_id = c.event_id AND e.received_at BETWEEN '${inserted.from}'::timestamptz AND '${inserted.to}'::timestamptz
       RETURNING c.project_id, c.req
     ), counts AS (
       SELECT project_id, req, count(*)::int AS n FROM unbilled GROUP BY 1, 2
@@ -120,9 +120,9 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
 }
 
 /**
- * The receipt times of a transaction's requests, as timestamptz literals: its own rows lie between
- * them, so statements that look for those rows are planned against their partition alone. Bounded
- * by the start of the month before instead, the billing statement spans four partitions, and
+ * The earliest and latest receipt times of a transaction's requests (the service's own ISO text,
+ * what the rows carry). Its own rows lie between them, so statements that look for those rows are
+ * planned against their partition alone. Bounded by the start of the month before instead, the billing statement spans four partitions, and
  * 10-event requests (every tenth event a messenger action) ran at ~5,550 req/s here against ~6,080.
  */
 export interface ReceivedRange {
@@ -137,8 +137,7 @@ export function receivedRange(receivedAt: readonly string[]): ReceivedRange {
     if (t < from) from = t;
     if (t > to) to = t;
   }
-  // The service's own ISO timestamps, the very text the rows carry.
-  return { from: `'${from}'::timestamptz`, to: `'${to}'::timestamptz` };
+  return { from, to };
 }
 
 /** The start of the month before the one `iso` falls in (UTC), as a timestamptz literal. */

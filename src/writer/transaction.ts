@@ -32,7 +32,8 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const data = batch.length === 1 ? batch[0]!.rows : Buffer.concat(batch.map((r) => r.rows));
   // Rows of this transaction go to the partitions of their months of receipt; what they are checked
   // against reaches back to the start of the month before the earliest.
-  const since = previousMonthStart(batch.reduce((min, r) => (r.receivedAt < min ? r.receivedAt : min), batch[0]!.receivedAt));
+  const received = receivedRange(batch.map((r) => r.receivedAt));
+  const since = previousMonthStart(received.from);
 
   let stored: number[];
   if (!staged) stored = batch.map((r) => r.rowCount);
@@ -60,7 +61,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   if (recheck.length > 0) statements.push(storedBeforeSql(recheck.map(([p]) => p), recheck.map(([, id]) => id), since));
   // Then the billing statement: its rows are the unbilled counts.
   const billingAt = statements.length;
-  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, receivedRange(batch.map((r) => r.receivedAt))) : ledgerSql(storedCounts, shard));
+  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, received) : ledgerSql(storedCounts, shard));
   const userRows = users.select(batch);
   if (userRows.sightings.ids.length > 0) statements.push(sightingsSql(userRows.sightings.projects, userRows.sightings.ids));
   if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
