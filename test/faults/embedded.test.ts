@@ -21,6 +21,12 @@ let dataDir: string;
 let srv: RunningServer;
 
 const postmasterPid = () => Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+/** Logs and the banner travel on their own pipes: what the service printed may arrive a moment later. */
+async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !ok(); await new Promise((r) => setTimeout(r, 50))) {
+    if (Date.now() > end) throw new Error(`not seen within ${ms} ms: ${what}`);
+  }
+}
 const cli = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, ...env }, encoding: 'utf8', timeout: 20_000 });
 
@@ -38,6 +44,7 @@ afterAll(async () => {
 
 describe('the first minute', () => {
   it('prints where the admin page and token are, and a CLI line that works as printed', async () => {
+    await until('the first-steps banner', () => srv.output.join('\n').includes('all commands'));
     const banner = srv.output.join('\n');
     expect(banner).toContain(`${srv.url}/admin/`);
     expect(banner).toContain(`cat ${join(dataDir, 'admin-token')}`);
@@ -104,9 +111,9 @@ describe('supervision', () => {
     expect(traffic.acked.size).toBeGreaterThan(acked);
     expect(recoveredMs).toBeLessThan(15_000);
     expect(postmasterPid()).not.toBe(before);
-    const logs = srv.logs.map((l) => `${l.level} ${l.msg}`);
-    expect(logs.some((l) => l.startsWith('50 embedded PostgreSQL') && l.includes('is gone'))).toBe(true);
-    expect(logs.some((l) => l.startsWith('30 embedded PostgreSQL is running again'))).toBe(true);
+    const logs = () => srv.logs.map((l) => `${l.level} ${l.msg}`);
+    await until('the restart in the log', () => logs().some((l) => l.startsWith('30 embedded PostgreSQL is running again')));
+    expect(logs().some((l) => l.startsWith('50 embedded PostgreSQL') && l.includes('is gone'))).toBe(true);
 
     const sql = connect(cli(['db']).stdout.trim(), { max: 1, name: 'test' });
     try {
