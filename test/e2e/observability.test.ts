@@ -82,7 +82,7 @@ describe('logs and request ids', () => {
     const r = await postB(srv.url, p.token, { events: [serverEvent()] });
     const id = r.headers.get('x-request-id')!;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    await new Promise((res) => setTimeout(res, 100));
+    for (let i = 0; i < 100 && !srv.logs.some((l) => l.requestId === id); i++) await new Promise((res) => setTimeout(res, 50));
     const line = srv.logs.find((l) => l.requestId === id);
     expect(line).toMatchObject({ level: 20, path: '/tg', status: expect.any(Number), service: 'tg-ingest' });
     expect(typeof line!.time).toBe('string');

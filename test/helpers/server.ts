@@ -60,7 +60,13 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
   });
   const logs: Record<string, unknown>[] = [];
   const output: string[] = [];
-  const exited = once(proc, 'exit');
+  // 'exit' may come before the last lines on stdout and stderr: wait for the pipes too (briefly, in
+  // case a child process still holds them).
+  const closed = once(proc, 'close');
+  const exited = once(proc, 'exit').then(async (r) => {
+    await Promise.race([closed, new Promise((res) => setTimeout(res, 2000))]);
+    return r;
+  });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('\n')}`)), 30_000);
     if (quiet) {
