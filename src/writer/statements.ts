@@ -212,11 +212,14 @@ export const PREPARE_STATEMENTS = [
     INSERT INTO billing_ledger AS l (project_id, month, instance_id, shard, events_billed, events_stored)
     SELECT p, ${MONTH}, $4, $3, n, n FROM unnest($1, $2) AS s(p, n) ORDER BY p
     ${LEDGER_CONFLICT}`,
-  // Bare rows for users seen in events: first_seen on insert, last_seen moved forward otherwise.
+  // Bare rows for users seen in events: first_seen on insert, last_seen moved forward otherwise, but
+  // only when it is a minute old (its resolution): a row another writer or instance has just moved is
+  // left as it is, which spares a new row version.
   `PREPARE tg_sightings(uuid[], bigint[]) AS
     INSERT INTO users AS u (project_id, messenger_user_id, first_seen, last_seen)
     SELECT p, id, now(), now() FROM unnest($1, $2) AS s(p, id) ORDER BY p, id
-    ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET last_seen = greatest(u.last_seen, excluded.last_seen)`,
+    ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET last_seen = excluded.last_seen
+    WHERE u.last_seen < excluded.last_seen - interval '1 minute'`,
   prepareProfiles('tg_profiles', false),
   prepareProfiles('tg_profiles_authoritative', true),
 ].join(';\n');

@@ -2,9 +2,12 @@
 // skipping what was written within the last minute (last_seen has minute resolution) and merging
 // what several requests of the batch say about one user.
 import type { UserSeen } from '../model.js';
+import { RecentSightings } from './recent-sightings.js';
 import { RecentUsers } from './recent-users.js';
 import type { WriteRequest } from './sink.js';
 import type { UserRow } from './statements.js';
+
+const WINDOW_MS = 60_000;
 
 export interface UsersToWrite {
   sightings: { projects: string[]; ids: string[] };
@@ -12,8 +15,8 @@ export interface UsersToWrite {
   partial: UserRow[];
   /** Profiles from verified initData, which replace the stored ones. */
   authoritative: UserRow[];
-  /** To remember once the commit succeeded. */
-  written: { projectId: string; userId: string; fingerprint: string }[];
+  /** Profiles to remember once the commit succeeded (with the sightings, which every profile write also is). */
+  profilesWritten: { projectId: string; userId: string; fingerprint: string }[];
 }
 
 function definedOnly(u: UserSeen): Partial<UserSeen> {
@@ -22,47 +25,59 @@ function definedOnly(u: UserSeen): Partial<UserSeen> {
   return out;
 }
 
+/** Ids per project: a batch seldom spans many projects, so no key string is built per user. */
+function inProject(sets: Map<string, Set<string>>, projectId: string): Set<string> {
+  let ids = sets.get(projectId);
+  if (ids === undefined) sets.set(projectId, (ids = new Set()));
+  return ids;
+}
+
 export class UserRows {
-  private readonly recent = new RecentUsers(60_000, 500_000);
+  private readonly profiles = new RecentUsers(WINDOW_MS, 200_000);
+  private readonly sightings = new RecentSightings(WINDOW_MS, 1 << 21);
 
   select(batch: readonly WriteRequest[]): UsersToWrite {
-    const recent = this.recent;
-    recent.tick();
+    this.profiles.tick();
     const sightings = { projects: [] as string[], ids: [] as string[] };
     const partial = new Map<string, UserRow>();
     const authoritative = new Map<string, UserRow>();
-    const written: UsersToWrite['written'] = [];
+    const profilesWritten: UsersToWrite['profilesWritten'] = [];
     // Profiles first: a user with a profile in this batch needs no separate sighting.
-    const profiled = new Set<string>();
+    const covered = new Map<string, Set<string>>();
     for (const req of batch) {
+      if (req.profiles.length === 0) continue;
       const target = req.authoritativeProfiles ? authoritative : partial;
+      const ids = inProject(covered, req.projectId);
       for (const u of req.profiles) {
         const fingerprint = `${req.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
-        if (recent.fresh(req.projectId, u.id, fingerprint)) continue;
+        if (this.profiles.fresh(req.projectId, u.id, fingerprint)) continue;
+        ids.add(u.id);
+        profilesWritten.push({ projectId: req.projectId, userId: u.id, fingerprint });
         const key = `${req.projectId}:${u.id}`;
-        profiled.add(key);
-        written.push({ projectId: req.projectId, userId: u.id, fingerprint });
         const prev = target.get(key);
         target.set(key, prev === undefined ? { ...u, projectId: req.projectId } : { ...prev, ...definedOnly(u) });
       }
     }
-    const sighted = new Set<string>();
     for (const req of batch) {
+      if (req.userIds.length === 0) continue;
+      const ids = inProject(covered, req.projectId);
       for (const id of req.userIds) {
-        if (recent.fresh(req.projectId, id)) continue;
-        const key = `${req.projectId}:${id}`;
-        if (profiled.has(key) || sighted.has(key)) continue;
-        sighted.add(key);
-        written.push({ projectId: req.projectId, userId: id, fingerprint: '' });
+        if (ids.has(id) || this.sightings.fresh(req.projectId, id)) continue;
+        ids.add(id);
         sightings.projects.push(req.projectId);
         sightings.ids.push(id);
       }
     }
-    return { sightings, partial: [...partial.values()], authoritative: [...authoritative.values()], written };
+    return { sightings, partial: [...partial.values()], authoritative: [...authoritative.values()], profilesWritten };
   }
 
   /** After the commit that wrote them. */
   committed(users: UsersToWrite): void {
-    for (const w of users.written) this.recent.remember(w.projectId, w.userId, w.fingerprint);
+    const { projects, ids } = users.sightings;
+    for (let i = 0; i < ids.length; i++) this.sightings.remember(projects[i]!, ids[i]!);
+    for (const w of users.profilesWritten) {
+      this.profiles.remember(w.projectId, w.userId, w.fingerprint);
+      this.sightings.remember(w.projectId, w.userId);
+    }
   }
 }

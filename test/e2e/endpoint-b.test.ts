@@ -392,6 +392,21 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
     expect(after.map((u) => [u.messenger_user_id, u.username, u.first_name])).toEqual([['900', 'nine', 'Nine'], ['901', null, 'Nine-oh-one']]);
   });
 
+  it('moves last_seen forward for a user seen again, at minute resolution', async () => {
+    const own = await provision(srv.url);
+    // Rows this instance has never written: one last seen 5 minutes ago, one 10 seconds ago.
+    await db.sql`INSERT INTO users (project_id, messenger_user_id, first_seen, last_seen) VALUES
+      (${own.projectId}, 910, now() - interval '1 day', now() - interval '5 minutes'),
+      (${own.projectId}, 911, now() - interval '1 day', now() - interval '10 seconds')`;
+    const before = await db.sql<{ id: string; last: Date }[]>`SELECT messenger_user_id AS id, last_seen AS last FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
+    const r = await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '910' }), serverEvent({ platformUserId: '911' })] });
+    expect(r.status).toBe(202);
+    const after = await db.sql<{ id: string; first: Date; last: Date; recent: boolean }[]>`SELECT messenger_user_id AS id, first_seen AS first, last_seen AS last, last_seen > now() - interval '5 seconds' AS recent FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
+    expect(after.map((u) => [u.id, u.recent])).toEqual([['910', true], ['911', false]]);
+    expect(after[1]!.last).toEqual(before[1]!.last);
+    expect(after.every((u) => Date.now() - u.first.getTime() > 86_000_000)).toBe(true);
+  });
+
   it('updates the bot snapshot', async () => {
     const own = await provision(srv.url);
     const r = await postB(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: own.messengerBotId, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
