@@ -232,7 +232,16 @@ export class GroupCommitWriter implements EventSink {
    */
   private async transaction(slot: Slot, requests: readonly WriteRequest[], staged: boolean): Promise<Committed> {
     let conn: WireConnection | null = null;
+    let abandoned = false;
     const work = this.connection(slot).then((c) => {
+      // Opening a connection can outlast the timeout too (its statements are prepared against
+      // tables another session may hold locked): the batch was answered by then, so it must not
+      // be committed late on it.
+      if (abandoned) {
+        if (slot.conn === c) this.replaceConnection(slot);
+        else c.close();
+        throw new Timeout('the connection opened after the batch had been answered');
+      }
       conn = c;
       return commitRequests(c, requests, staged, { instanceId: this.opts.instanceId, connection: slot.id }, this.users);
     });
@@ -247,7 +256,8 @@ export class GroupCommitWriter implements EventSink {
       clearTimeout(timer);
     }
     const running = conn as WireConnection | null;
-    if (running !== null) await running.cancel().catch(() => undefined);
+    if (running === null) abandoned = true;
+    else await running.cancel().catch(() => undefined);
     const settled = await Promise.race([
       work.then((c) => ({ ok: true as const, c }), (err: unknown) => ({ ok: false as const, err })),
       new Promise<null>((resolve) => setTimeout(() => resolve(null), running === null ? 0 : CANCEL_SETTLE_MS)),
