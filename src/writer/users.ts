@@ -2,8 +2,8 @@
 // skipping what was written within the last minute (last_seen has minute resolution) and merging
 // what several requests of the batch say about one user.
 import type { UserSeen } from '../model.js';
+import { RecentProfiles } from './recent-profiles.js';
 import { RecentSightings } from './recent-sightings.js';
-import { RecentUsers } from './recent-users.js';
 import type { WriteRequest } from './sink.js';
 import type { UserRow } from './statements.js';
 
@@ -33,7 +33,7 @@ function inProject(sets: Map<string, Set<string>>, projectId: string): Set<strin
 }
 
 export class UserRows {
-  private readonly profiles = new RecentUsers(WINDOW_MS, 200_000);
+  private readonly profiles = new RecentProfiles(WINDOW_MS, 200_000);
   private readonly sightings = new RecentSightings(WINDOW_MS, 1 << 21);
 
   select(batch: readonly WriteRequest[]): UsersToWrite {

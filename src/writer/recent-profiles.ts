@@ -1,11 +1,12 @@
-// Which user rows were written lately, so that a busy user's row is not rewritten by every batch:
-// a sighting within the window, or the same profile again, is skipped. Two generations rotate every
-// window, which bounds memory by the users active in two windows (and by maxEntries). Keyed per
-// project, then by user id as received: no string is built per lookup.
+// Which profiles were written lately, so that a user whose profile arrives with every batch (a
+// mini-app's initData, a bot's users[]) is not rewritten each time: the same profile again within
+// the window is skipped. Two generations rotate every window, which bounds memory by the profiles
+// written in two windows (and by maxEntries). Keyed per project, then by user id as received: no
+// string is built per lookup. Bare sightings have their own cache (RecentSightings).
 
 type Generation = Map<string, Map<string, string>>;
 
-export class RecentUsers {
+export class RecentProfiles {
   private current: Generation = new Map();
   private previous: Generation = new Map();
   private entries = 0;
@@ -29,14 +30,13 @@ export class RecentUsers {
     this.rotatedAt = t;
   }
 
-  /** True when the user's row was written within the window (with this `fingerprint`, when one is given). */
-  fresh(projectId: string, userId: string, fingerprint?: string): boolean {
-    const seen = this.current.get(projectId)?.get(userId) ?? this.previous.get(projectId)?.get(userId);
-    return fingerprint === undefined ? seen !== undefined : seen === fingerprint;
+  /** True when this user's row was written within the window with this very profile (`fingerprint`). */
+  fresh(projectId: string, userId: string, fingerprint: string): boolean {
+    return (this.current.get(projectId)?.get(userId) ?? this.previous.get(projectId)?.get(userId)) === fingerprint;
   }
 
-  /** After the commit that wrote the row. */
-  remember(projectId: string, userId: string, fingerprint = ''): void {
+  /** After the commit that wrote the profile. */
+  remember(projectId: string, userId: string, fingerprint: string): void {
     let users = this.current.get(projectId);
     if (users === undefined) this.current.set(projectId, (users = new Map()));
     if (!users.has(userId)) this.entries++;
