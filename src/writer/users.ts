@@ -58,11 +58,17 @@ export class UserRows {
         target.set(key, prev === undefined ? { ...u, projectId: req.projectId } : { ...prev, ...definedOnly(u) });
       }
     }
+    // Most users of a busy project were sighted within the minute: that check comes first, and
+    // costs no allocation.
+    const now = this.sightings.seconds();
     for (const req of batch) {
       if (req.userIds.length === 0) continue;
-      const ids = inProject(covered, req.projectId);
+      const project = this.sightings.project(req.projectId);
+      let ids: Set<string> | undefined;
       for (const id of req.userIds) {
-        if (ids.has(id) || this.sightings.fresh(req.projectId, id)) continue;
+        if (this.sightings.freshIn(project, id, now)) continue;
+        ids ??= inProject(covered, req.projectId);
+        if (ids.has(id)) continue;
         ids.add(id);
         sightings.projects.push(req.projectId);
         sightings.ids.push(id);
