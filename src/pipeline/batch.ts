@@ -117,6 +117,9 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
   const recheck: string[] = [];
   const received = new Date(ctx.receivedAt);
   const recheckBefore = Date.UTC(received.getUTCFullYear(), received.getUTCMonth(), 2);
+  // Normalized UTC dates compare as text (same layout, four-digit years): no Date.parse per event.
+  const recheckBeforeIso = new Date(recheckBefore).toISOString();
+  const dueRecheck = (date: string) => (date.endsWith('Z') ? date < recheckBeforeIso : Date.parse(date) < recheckBefore);
   let accepted = 0;
   let rejected = 0;
   let duplicated = 0;
@@ -157,13 +160,14 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
       }
       seen.add(eventId);
     }
-    const shownId = diagnosticId(raw.eventId);
+    // How diagnostics name the event, worked out only when one is reported.
+    const shownId = () => diagnosticId(raw.eventId);
     if (eventId === null) {
-      diag.add(shownId, 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
+      diag.add(shownId(), 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
     }
     const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag, ctx.plan != null);
-    if (ev === null || eventId === null || (ctx.plan != null && !checkPlan(ctx.plan, ev, ctx.channel, () => shownId, diag))) {
-      reject(raw, shownId, diag.endEvent());
+    if (ev === null || eventId === null || (ctx.plan != null && !checkPlan(ctx.plan, ev, ctx.channel, shownId, diag))) {
+      reject(raw, shownId(), diag.endEvent());
       continue;
     }
     const diagnostics = diag.endEvent();
@@ -172,7 +176,7 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
     userIds.add(ev.platformUserId!);
     rows.push(eventRow(ctx, ev));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
-    if (Date.parse(ev.eventDate) < recheckBefore) recheck.push(eventId);
+    if (dueRecheck(ev.eventDate)) recheck.push(eventId);
     watch(raw, 'accepted', diagnostics, ev);
   }
   return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live, recheck };

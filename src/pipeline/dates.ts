@@ -11,8 +11,39 @@ function daysIn(year: number, month: number): number {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
 }
 
+/** Two ASCII digits at `i` as a number, or NaN. */
+function digits2(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 48;
+  const b = s.charCodeAt(i + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : Number.NaN;
+}
+
+/**
+ * The form almost every client sends (what toISOString() prints): YYYY-MM-DDTHH:MM:SS, up to six
+ * fraction digits, Z. Already normalized, so it is returned as it came once checked; anything else
+ * (or anything this finds wrong) takes the general path, which decides.
+ */
+function canonicalUtc(value: string): boolean {
+  const n = value.length;
+  if (n !== 20 && (n < 22 || n > 27)) return false;
+  if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58 || value.charCodeAt(n - 1) !== 90) return false;
+  if (n > 20) {
+    if (value.charCodeAt(19) !== 46) return false;
+    for (let i = 20; i < n - 1; i++) {
+      const c = value.charCodeAt(i);
+      if (c < 48 || c > 57) return false;
+    }
+  }
+  const year = digits2(value, 0) * 100 + digits2(value, 2);
+  const month = digits2(value, 5);
+  const day = digits2(value, 8);
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month)
+    && digits2(value, 11) <= 23 && digits2(value, 14) <= 59 && digits2(value, 17) <= 59;
+}
+
 /** The normalized timestamp, or null when the value is not a date-time we store. */
 export function normalizeDate(value: string): string | null {
+  if (canonicalUtc(value)) return value;
   if (value.length > 40) return null;
   const m = ISO.exec(value);
   if (m === null) return null;
