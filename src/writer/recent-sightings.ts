@@ -27,12 +27,7 @@ export class RecentSightings {
     this.origin = now();
   }
 
-  /** True when this user's sighting was written within the window. */
-  fresh(projectId: string, userId: string): boolean {
-    return this.freshIn(this.project(projectId), userId, this.seconds());
-  }
-
-  /** The project's number for freshIn(), looked up once per request rather than once per user. */
+  /** The project's number for freshIn(), looked up once per request rather than once per user (0: none yet). */
   project(projectId: string): number {
     return this.projectSlots.get(projectId) ?? 0;
   }
@@ -42,7 +37,7 @@ export class RecentSightings {
     return Math.floor((this.now() - this.origin) / 1000);
   }
 
-  /** fresh() for a project number from project() and `now` from seconds(). */
+  /** True when this user's sighting was written within the window; `project` from project(), `now` from seconds(). */
   freshIn(project: number, userId: string, now: number): boolean {
     const user = Number(userId);
     if (project === 0 || !(user <= Number.MAX_SAFE_INTEGER)) return false;

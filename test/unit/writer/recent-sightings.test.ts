@@ -7,7 +7,12 @@ const Q = '6f1c0e1a-0000-4000-8000-000000000002';
 
 function setup(capacity = 1024) {
   let t = 1_000;
-  return { seen: new RecentSightings(WINDOW, capacity, () => t), advance: (ms: number) => { t += ms; } };
+  const cache = new RecentSightings(WINDOW, capacity, () => t);
+  const seen = {
+    remember: (projectId: string, userId: string) => cache.remember(projectId, userId),
+    fresh: (projectId: string, userId: string) => cache.freshIn(cache.project(projectId), userId, cache.seconds()),
+  };
+  return { seen, advance: (ms: number) => { t += ms; } };
 }
 
 describe('RecentSightings', () => {
