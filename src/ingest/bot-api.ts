@@ -53,17 +53,19 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       const gzip = isGzip(req);
       const key = req.headers['x-api-key']?.trim();
       if (key === undefined || key === '') throw new HttpError('api_key_missing');
-      // A key that would cost a query is refused to an address that keeps presenting unknown ones.
+      // A key that would cost a query is charged to its address up front, and refused to an address
+      // that keeps presenting unknown ones.
       const cheap = deps.tokens.cheap(key);
       if (!cheap) {
-        const wait = deps.authFailures.retryAfterS(req.address);
+        const wait = deps.authFailures.charge(req.address);
         if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
       }
-      const token = await deps.tokens.resolve(key);
-      if (token === null) {
-        if (!cheap) deps.authFailures.failed(req.address);
-        throw new HttpError('api_key_invalid');
-      }
+      const token = await deps.tokens.resolve(key).catch((err: unknown) => {
+        if (!cheap) deps.authFailures.refund(req.address);
+        throw err;
+      });
+      if (token === null) throw new HttpError('api_key_invalid');
+      if (!cheap) deps.authFailures.refund(req.address);
       const rate = (seen.rate = deps.buckets.take(token.tokenId));
       if (!rate.ok) {
         deps.onRateLimited?.();

@@ -48,21 +48,28 @@ export function webappEndpoint(deps: WebappDeps): Handler {
       deps.onVerify?.(true);
       return hit.user;
     }
-    const refuse = (err: HttpError, botToo: boolean): never => {
-      deps.authFailures.failed(address, botToo ? botId : undefined);
+    const refuse = (err: HttpError): never => {
+      deps.authFailures.failed(address);
       throw err;
     };
     const wait = deps.authFailures.retryAfterS(address, botId);
     if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     const parsed = parseInitData(initData);
-    if (!parsed.ok) return refuse(new HttpError(parsed.code), false);
+    if (!parsed.ok) return refuse(new HttpError(parsed.code));
     const now = nowS();
     const age = checkAge(parsed.data.authDate, now, deps.maxAgeS);
-    if (age !== null) return refuse(new HttpError(age), false);
+    if (age !== null) return refuse(new HttpError(age));
     const message = dataCheckString(messengerBotId, parsed.data.fields);
-    const ok = await deps.pool.verify({ message, signature: parsed.data.signature, publicKeys: deps.publicKeys });
+    // The signature check is charged to the address and the bot before it starts (nothing awaited
+    // since the budget was read, so it is there to take) and refunded unless it fails.
+    deps.authFailures.charge(address, botId);
+    const ok = await deps.pool.verify({ message, signature: parsed.data.signature, publicKeys: deps.publicKeys }).catch((err: unknown) => {
+      deps.authFailures.refund(address, botId);
+      throw err;
+    });
     deps.onVerify?.(false);
-    if (!ok) return refuse(new HttpError('initdata_signature_invalid'), true);
+    if (!ok) throw new HttpError('initdata_signature_invalid');
+    deps.authFailures.refund(address, botId);
     const ttl = (parsed.data.authDate + deps.maxAgeS - now) * 1000;
     if (ttl > 0) verified.set(key, { user: parsed.data.user, authDate: parsed.data.authDate }, { ttl });
     return parsed.data.user;
@@ -75,17 +82,19 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const opened = await deps.pool.openWebapp(raw, gzip, deps.maxBodyBytes);
     if (!opened.ok) throw HttpError.from(opened.refusal);
     const { botId, initData } = opened.envelope;
-    // An unknown bot id that would cost a query is refused to an address that keeps sending them.
+    // A bot id that would cost a query is charged to its address up front, and refused to an
+    // address that keeps sending unknown ones.
     const cheap = deps.bots.cheap(botId);
     if (!cheap) {
-      const wait = deps.authFailures.retryAfterS(req.address);
+      const wait = deps.authFailures.charge(req.address);
       if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     }
-    const bot = await deps.bots.resolve(botId);
-    if (bot === null) {
-      if (!cheap) deps.authFailures.failed(req.address);
-      throw new HttpError('bot_unknown');
-    }
+    const bot = await deps.bots.resolve(botId).catch((err: unknown) => {
+      if (!cheap) deps.authFailures.refund(req.address);
+      throw err;
+    });
+    if (bot === null) throw new HttpError('bot_unknown');
+    if (!cheap) deps.authFailures.refund(req.address);
     if (bot.messengerBotId === null) throw new HttpError('webapp_bot_not_configured');
     if (initData === null) throw new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' });
     const user = await authenticate(req.address, botId, bot.messengerBotId, initData);

@@ -3,6 +3,10 @@
 // per bot. Only failures are charged; past the budget, attempts that would cost work again are
 // answered 429 at once, while anything answerable from memory (a cached credential, a verified
 // session) is served as before. Until the budget is spent every answer is exactly what it was.
+//
+// A check that costs work is charged before it starts and refunded when it passes: charged after
+// it failed, every check started while one token was left would pass, and a flood on many
+// connections would get several times its budget of Ed25519 checks and lookups.
 import { type BucketOptions, TokenBuckets } from './token-bucket.js';
 
 export interface AuthFailureOptions {
@@ -29,5 +33,18 @@ export class AuthFailures {
   failed(address: string, botId?: string): void {
     this.addresses.take(address);
     if (botId !== undefined) this.bots.take(botId);
+  }
+
+  /** Charges a costly check up front: 0 when charged (refund() if it passes), else the seconds to wait. */
+  charge(address: string, botId?: string): number {
+    const wait = this.retryAfterS(address, botId);
+    if (wait === 0) this.failed(address, botId);
+    return wait;
+  }
+
+  /** The check charged by charge() passed, or never got an answer: it was no failure. */
+  refund(address: string, botId?: string): void {
+    this.addresses.refund(address);
+    if (botId !== undefined) this.bots.refund(botId);
   }
 }

@@ -62,6 +62,12 @@ export class TokenBuckets {
     return this.visit(key, false);
   }
 
+  /** Gives back one token that take() took (never past the burst; a swept bucket is full already). */
+  refund(key: string): void {
+    const b = this.buckets.get(key);
+    if (b !== undefined) b.tokens = Math.min(this.opts.burst, b.tokens + 1);
+  }
+
   private visit(key: string, taking: boolean): TakeResult {
     const t = this.now();
     if (t - this.lastSweep > 60 || this.buckets.size >= this.maxKeys) this.sweep(t);

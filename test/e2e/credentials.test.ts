@@ -94,7 +94,27 @@ describe('bot_api keys', () => {
     const m = (await call(`${srv.url}/metrics`)).text;
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
   });
+
+  it('holds the budget when unknown keys arrive all at once: 5 lookups, then 429', async () => {
+    const from = address();
+    const lookups = async () => metric((await call(`${srv.url}/metrics`)).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
+    const before = await lookups();
+    const answers = await Promise.all(Array.from({ length: 30 }, () => postB(randomToken(), from)));
+    expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+    expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(25);
+    expect((await lookups()) - before).toBe(5);
+    // Lookups that found the key were refunded: a known key from a fresh address spends nothing.
+    const other = address();
+    for (let i = 0; i < 10; i++) expect((await postB(p.token, other)).status).toBe(202);
+    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), other)).status).toBe(401);
+  });
 });
+
+/** A counter's value in Prometheus text (0 when absent). */
+function metric(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
 
 describe('webapp bot ids and initData', () => {
   it('limits unknown bot ids per client address', async () => {
@@ -130,5 +150,18 @@ describe('webapp bot ids and initData', () => {
     // Other bots are untouched.
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 7373 } });
     expect((await postA(p.botId, initData, address())).status).toBe(202);
+  });
+
+  it('holds the bot\'s budget when forged initData arrives all at once from many addresses: 8 checks, then 429', async () => {
+    const own = await provision(srv.url);
+    const user = { id: 8484, first_name: 'Real' };
+    const checks = async () => metric((await call(`${srv.url}/metrics`)).text, 'tg_ingest_cache_requests_total{cache="initdata",result="miss"}');
+    // Sessions verified for real are refunded: ten of them spend nothing of the bot's budget.
+    for (let i = 0; i < 10; i++) expect((await postA(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 9000 + i } }), address())).status).toBe(202);
+    const before = await checks();
+    const answers = await Promise.all(Array.from({ length: 40 }, () => postA(own.botId, makeInitData(forger, { messengerBotId: own.messengerBotId, user }), address())));
+    expect(answers.filter((r) => r.body.error === 'initdata_signature_invalid')).toHaveLength(8);
+    expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(32);
+    expect((await checks()) - before).toBe(8);
   });
 });

@@ -68,6 +68,31 @@ describe('AuthFailures', () => {
     expect(f.retryAfterS('10.0.9.9', 'bot-1')).toBe(0);
   });
 
+  it('charges a costly check up front, so checks started together share the budget, and refunds one that passed', () => {
+    const { f } = make();
+    // Three checks start before any has an answer: each takes a token; a fourth must wait.
+    for (let i = 0; i < 3; i++) expect(f.charge('10.0.0.1', 'bot-1')).toBe(0);
+    expect(f.charge('10.0.0.1', 'bot-1')).toBe(1);
+    // Two of them passed: only the one that failed stays charged, to the address and the bot.
+    f.refund('10.0.0.1', 'bot-1');
+    f.refund('10.0.0.1', 'bot-1');
+    expect(f.charge('10.0.0.1')).toBe(0);
+    expect(f.charge('10.0.0.1')).toBe(0);
+    expect(f.charge('10.0.0.1')).toBe(1);
+    for (let i = 0; i < 4; i++) f.failed(`10.0.4.${i}`, 'bot-1');
+    expect(f.retryAfterS('10.0.9.9', 'bot-1')).toBe(10); // 1 + 4 failures spent the bot's 5
+  });
+
+  it('a refund never raises a budget past its burst', () => {
+    const { f } = make();
+    f.refund('10.0.0.1', 'bot-1');
+    f.failed('10.0.0.1');
+    f.refund('10.0.0.1');
+    f.refund('10.0.0.1');
+    for (let i = 0; i < 3; i++) f.failed('10.0.0.1');
+    expect(f.retryAfterS('10.0.0.1')).toBe(1);
+  });
+
   it('a failure without a bot charges only the address', () => {
     const { f } = make();
     for (let i = 0; i < 10; i++) f.failed(`10.0.2.${i}`);
