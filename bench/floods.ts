@@ -9,7 +9,7 @@ import { type Database, provision, scrape, startService } from './lib/env.js';
 import { makeInitData, newSigner } from './lib/initdata.js';
 import { load, type LoadResult } from './lib/load.js';
 import { event, runTail, serverBatch, stamp, template } from './lib/payloads.js';
-import { cpuWindow } from './lib/proc.js';
+import { cpuSeconds, cpuWindow } from './lib/proc.js';
 
 const run = promisify(execFile);
 const DRIVER = fileURLToPath(new URL('./flood-driver.js', import.meta.url));
@@ -23,6 +23,8 @@ export interface FloodFigures {
   floodReqPerS: number;
   floodStatuses: Record<string, number>;
   serverCores: number;
+  /** The flood's own load generator: on a shared machine, CPU the valid traffic cannot have. */
+  floodDriverCores: number;
   /** What the flood cost the service: initData verifications or token lookups that reached the database. */
   costlyChecks: number;
 }
@@ -54,7 +56,10 @@ export async function flood(kind: 'a-forged-flood' | 'b-unknown-token-flood', db
     const floodRun = run(process.execPath, [DRIVER, svc.url, kind === 'a-forged-flood' ? 'forged-initdata' : 'unknown-token', String(o.floodConnections), String(o.durationS + 2), botId]);
     await new Promise((r) => setTimeout(r, 1000));
     const cpu = cpuWindow(svc.pid);
+    const driverPid = floodRun.child.pid!;
+    const driver0 = cpuSeconds(driverPid);
     const flooded = await valid(o.durationS);
+    const driverCores = (cpuSeconds(driverPid) - driver0) / o.durationS;
     const used = cpu.stop();
     const f = JSON.parse((await floodRun).stdout) as { rps: number; statuses: Record<string, number> };
     const after = await scrape(svc.url);
@@ -70,6 +75,7 @@ export async function flood(kind: 'a-forged-flood' | 'b-unknown-token-flood', db
       floodReqPerS: f.rps,
       floodStatuses: f.statuses,
       serverCores: used.serverCores,
+      floodDriverCores: driverCores,
       costlyChecks: kind === 'a-forged-flood'
         ? delta('tg_ingest_cache_requests_total{cache="initdata",result="miss"}')
         : delta('tg_ingest_cache_requests_total{cache="token",result="miss"}'),

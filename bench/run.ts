@@ -151,7 +151,7 @@ async function main(): Promise<void> {
         floodRows.push({
           scenario: f.name, 'valid req/s alone': f.aloneReqPerS, 'valid req/s flooded': f.floodedReqPerS, kept: f.kept,
           'valid non-2xx': f.validNon2xx, 'flood req/s': f.floodReqPerS, 'flood answers': Object.entries(f.floodStatuses).map(([s, n]) => `${s}: ${fmt(n)}`).join(', '),
-          'costly checks': f.costlyChecks, 'server cores': f.serverCores,
+          'costly checks': f.costlyChecks, 'server cores': f.serverCores, 'flood driver cores': f.floodDriverCores,
         });
         results.push({ name: `${kind}_kept`, value: f.kept, unit: 'ratio' });
         results.push({ name: `${kind}_valid_non2xx`, value: f.validNon2xx, unit: 'requests' });
