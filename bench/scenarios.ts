@@ -141,10 +141,6 @@ async function watch(base: string, projectId: string): Promise<{ messages(): num
 }
 
 /**
- * Bodies whose every event comes from a user drawn from a million, with the profile of one of them
- * in users[]: what a busy bot's traffic looks like to the users table. Built per request.
- */
-/**
  * Bodies whose every event has a user drawn from a million, and one users[] profile (of the first
  * event's user) per request. Built as byte templates with 8-digit user slots, so the load generator
  * spends as little per request as it does for b-small and the comparison is the service's alone.
