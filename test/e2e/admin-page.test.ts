@@ -681,7 +681,8 @@ describe('admin page', () => {
       // A token the service no longer takes: the stream is refused (4001) and the page signs out, as on a 401.
       await openProject(own.projectId);
       await page.evaluate("sessionStorage.setItem('tg-ingest.adminToken', 'not-the-admin-token')");
-      await toggle.check();
+      // A click, not check(): the refusal can switch the toggle back off before check() looks at it.
+      await toggle.click();
       await expect.poll(() => byTestId('login-error').textContent()).toContain('no longer accepted');
       expect(await liveViewers()).toBe(0);
     } finally {
