@@ -8,6 +8,7 @@ import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { commitBatch, type CommitDeps } from './commit.js';
+import { costlyCheck } from './costly-check.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { PlanCache } from './plans.js';
 import type { IngestPool } from './pool.js';
@@ -53,19 +54,11 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       const gzip = isGzip(req);
       const key = req.headers['x-api-key']?.trim();
       if (key === undefined || key === '') throw new HttpError('api_key_missing');
-      // A key that would cost a query is charged to its address up front, and refused to an address
-      // that keeps presenting unknown ones.
-      const cheap = deps.tokens.cheap(key);
-      if (!cheap) {
-        const wait = deps.authFailures.charge(req.address);
-        if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
-      }
-      const token = await deps.tokens.resolve(key).catch((err: unknown) => {
-        if (!cheap) deps.authFailures.refund(req.address);
-        throw err;
-      });
+      // A key that would cost a query is refused to an address that keeps presenting unknown ones.
+      const token = deps.tokens.cheap(key)
+        ? await deps.tokens.resolve(key)
+        : await costlyCheck(deps.authFailures, req.address, undefined, () => deps.tokens.resolve(key), (t) => t !== null);
       if (token === null) throw new HttpError('api_key_invalid');
-      if (!cheap) deps.authFailures.refund(req.address);
       const rate = (seen.rate = deps.buckets.take(token.tokenId));
       if (!rate.ok) {
         deps.onRateLimited?.();

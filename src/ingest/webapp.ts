@@ -12,6 +12,7 @@ import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { UserSeen } from '../model.js';
 import { commitBatch, type CommitDeps } from './commit.js';
+import { costlyCheck } from './costly-check.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { QualityDeps } from './bot-api.js';
 import type { IngestPool } from './pool.js';
@@ -60,16 +61,9 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const age = checkAge(parsed.data.authDate, now, deps.maxAgeS);
     if (age !== null) return refuse(new HttpError(age));
     const message = dataCheckString(messengerBotId, parsed.data.fields);
-    // The signature check is charged to the address and the bot before it starts (nothing awaited
-    // since the budget was read, so it is there to take) and refunded unless it fails.
-    deps.authFailures.charge(address, botId);
-    const ok = await deps.pool.verify({ message, signature: parsed.data.signature, publicKeys: deps.publicKeys }).catch((err: unknown) => {
-      deps.authFailures.refund(address, botId);
-      throw err;
-    });
+    const ok = await costlyCheck(deps.authFailures, address, botId, () => deps.pool.verify({ message, signature: parsed.data.signature, publicKeys: deps.publicKeys }), (passed) => passed);
     deps.onVerify?.(false);
     if (!ok) throw new HttpError('initdata_signature_invalid');
-    deps.authFailures.refund(address, botId);
     const ttl = (parsed.data.authDate + deps.maxAgeS - now) * 1000;
     if (ttl > 0) verified.set(key, { user: parsed.data.user, authDate: parsed.data.authDate }, { ttl });
     return parsed.data.user;
@@ -82,19 +76,11 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const opened = await deps.pool.openWebapp(raw, gzip, deps.maxBodyBytes);
     if (!opened.ok) throw HttpError.from(opened.refusal);
     const { botId, initData } = opened.envelope;
-    // A bot id that would cost a query is charged to its address up front, and refused to an
-    // address that keeps sending unknown ones.
-    const cheap = deps.bots.cheap(botId);
-    if (!cheap) {
-      const wait = deps.authFailures.charge(req.address);
-      if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
-    }
-    const bot = await deps.bots.resolve(botId).catch((err: unknown) => {
-      if (!cheap) deps.authFailures.refund(req.address);
-      throw err;
-    });
+    // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
+    const bot = deps.bots.cheap(botId)
+      ? await deps.bots.resolve(botId)
+      : await costlyCheck(deps.authFailures, req.address, undefined, () => deps.bots.resolve(botId), (b) => b !== null);
     if (bot === null) throw new HttpError('bot_unknown');
-    if (!cheap) deps.authFailures.refund(req.address);
     if (bot.messengerBotId === null) throw new HttpError('webapp_bot_not_configured');
     if (initData === null) throw new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' });
     const user = await authenticate(req.address, botId, bot.messengerBotId, initData);

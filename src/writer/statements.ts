@@ -129,8 +129,9 @@ export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: 
 /**
  * The earliest and latest receipt times of a transaction's requests (the service's own ISO text,
  * what the rows carry). Its own rows lie between them, so statements that look for those rows are
- * planned against their partition alone. Bounded by the start of the month before instead, the billing statement spans four partitions, and
- * 10-event requests (every tenth event a messenger action) ran at ~5,550 req/s here against ~6,080.
+ * planned against their partition alone. Bounded by the start of the month before instead, the
+ * billing statement spans four partitions, and 10-event requests (every tenth event a messenger
+ * action) ran at ~5,550 req/s here against ~6,080.
  */
 export interface ReceivedRange {
   from: string;
