@@ -99,8 +99,9 @@ async function main(): Promise<void> {
 
     const smallReqPerS = new Map<string, number>();
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
+    const smallConnections = Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100);
     const smallVariants = [
-      ['b-small', 'b-small (B, 10-event batches, 100 conn)', extraEnv, undefined],
+      ['b-small', `b-small (B, 10-event batches, ${smallConnections} conn)`, extraEnv, undefined],
       ['b-small-live', 'b-small-live (same, one live viewer watching)', extraEnv, undefined],
       ['b-small-users', 'b-small-users (same, each event a user of a million, one users[] profile per request)', extraEnv, undefined],
       ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointB(label, db, { ...o, events: 10, connections: Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100), env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
+        const f = await endpointB(label, db, { ...o, events: 10, connections: smallConnections, env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });

@@ -48,8 +48,8 @@ export class RecentSightings {
     return owner === project && now - (meta - owner * PROJECT_UNIT) < this.windowMs / 1000;
   }
 
-  /** After the commit that wrote the row. Ids past 2^53 are not kept (their rows are simply rewritten). */
-  remember(projectId: string, userId: string): void {
+  /** After the commit that wrote the row; `now` from seconds(). Ids past 2^53 are not kept (their rows are simply rewritten). */
+  remember(projectId: string, userId: string, now = this.seconds()): void {
     const user = Number(userId);
     if (!(user <= Number.MAX_SAFE_INTEGER)) return;
     let project = this.projectSlots.get(projectId);
@@ -64,7 +64,7 @@ export class RecentSightings {
     }
     const at = 2 * this.slot(project, user);
     this.slots[at] = user;
-    this.slots[at + 1] = project * PROJECT_UNIT + this.seconds();
+    this.slots[at + 1] = project * PROJECT_UNIT + now;
   }
 
   private slot(project: number, user: number): number {

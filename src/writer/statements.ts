@@ -19,8 +19,9 @@ type Scalar = string | number | boolean | null;
 
 function element(v: Scalar): string {
   if (v === null) return 'NULL';
-  const s = String(v);
-  return /^[A-Za-z0-9_.:+-]+$/.test(s) && s.toUpperCase() !== 'NULL' ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  if (typeof v === 'number') return String(v);
+  const s = v === true ? 'true' : v === false ? 'false' : v;
+  return /^[A-Za-z0-9_.:+-]+$/.test(s) && (s.length !== 4 || s.toUpperCase() !== 'NULL') ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /** An array literal of `type`; NUL cannot occur (the pipeline removes it before anything is stored). */
@@ -227,17 +228,30 @@ export const PREPARE_STATEMENTS = [
   // Bare rows for users seen in events: first_seen on insert, last_seen moved forward otherwise, but
   // only when it is a minute old (its resolution): a row another writer or instance has just moved is
   // left as it is, which spares a new row version.
-  `PREPARE tg_sightings(uuid[], bigint[]) AS
+  // Each id names its project by number ($1[k]): a batch's ids mostly share one project, whose id
+  // would otherwise be sent and parsed once per user.
+  `PREPARE tg_sightings(uuid[], int[], bigint[]) AS
     INSERT INTO users AS u (project_id, messenger_user_id, first_seen, last_seen)
-    SELECT p, id, now(), now() FROM unnest($1, $2) AS s(p, id) ORDER BY p, id
+    SELECT $1[k], id, now(), now() FROM unnest($2, $3) AS s(k, id) ORDER BY 1, 2
     ON CONFLICT (project_id, messenger_user_id) DO UPDATE SET last_seen = excluded.last_seen
     WHERE u.last_seen < excluded.last_seen - interval '1 minute'`,
   prepareProfiles('tg_profiles', false),
   prepareProfiles('tg_profiles_authoritative', true),
 ].join(';\n');
 
-export function sightingsSql(projectIds: string[], userIds: string[]): string {
-  return `EXECUTE tg_sightings(${sqlArray(projectIds, 'uuid')}, ${sqlArray(userIds, 'bigint')})`;
+/** `byProject`: the user ids to sight, by project id. */
+export function sightingsSql(byProject: ReadonlyMap<string, readonly string[]>): string {
+  const numbers: number[] = [];
+  const ids: string[] = [];
+  let k = 0;
+  for (const list of byProject.values()) {
+    k++;
+    for (const id of list) {
+      numbers.push(k);
+      ids.push(id);
+    }
+  }
+  return `EXECUTE tg_sightings(${sqlArray([...byProject.keys()], 'uuid')}, ${sqlArray(numbers, 'int')}, ${sqlArray(ids, 'bigint')})`;
 }
 
 export function upsertUsersSql(rows: UserRow[], authoritative: boolean): string {

@@ -63,7 +63,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const billingAt = statements.length;
   statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, received) : ledgerSql(storedCounts, shard));
   const userRows = users.select(batch);
-  if (userRows.sightings.ids.length > 0) statements.push(sightingsSql(userRows.sightings.projects, userRows.sightings.ids));
+  if (userRows.sightings.size > 0) statements.push(sightingsSql(userRows.sightings));
   if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
   if (userRows.authoritative.length > 0) statements.push(upsertUsersSql(userRows.authoritative, true));
   const bots = latestBots(batch);

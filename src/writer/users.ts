@@ -10,7 +10,8 @@ import type { UserRow } from './statements.js';
 const WINDOW_MS = 60_000;
 
 export interface UsersToWrite {
-  sightings: { projects: string[]; ids: string[] };
+  /** Bare sightings: user ids by project. */
+  sightings: Map<string, string[]>;
   /** Profiles that fill in what they carry and keep the rest. */
   partial: UserRow[];
   /** Profiles from verified initData, which replace the stored ones. */
@@ -26,11 +27,13 @@ function definedOnly(u: UserSeen): Partial<UserSeen> {
 }
 
 /** Ids per project: a batch seldom spans many projects, so no key string is built per user. */
-function inProject(sets: Map<string, Set<string>>, projectId: string): Set<string> {
-  let ids = sets.get(projectId);
-  if (ids === undefined) sets.set(projectId, (ids = new Set()));
+function inProject<T>(byProject: Map<string, T>, projectId: string, make: () => T): T {
+  let ids = byProject.get(projectId);
+  if (ids === undefined) byProject.set(projectId, (ids = make()));
   return ids;
 }
+const newSet = () => new Set<string>();
+const newList = (): string[] => [];
 
 export class UserRows {
   private readonly profiles = new RecentProfiles(WINDOW_MS, 200_000);
@@ -38,7 +41,7 @@ export class UserRows {
 
   select(batch: readonly WriteRequest[]): UsersToWrite {
     this.profiles.tick();
-    const sightings = { projects: [] as string[], ids: [] as string[] };
+    const sightings = new Map<string, string[]>();
     const partial = new Map<string, UserRow>();
     const authoritative = new Map<string, UserRow>();
     const profilesWritten: UsersToWrite['profilesWritten'] = [];
@@ -47,7 +50,7 @@ export class UserRows {
     for (const req of batch) {
       if (req.profiles.length === 0) continue;
       const target = req.authoritativeProfiles ? authoritative : partial;
-      const ids = inProject(covered, req.projectId);
+      const ids = inProject(covered, req.projectId, newSet);
       for (const u of req.profiles) {
         const fingerprint = `${req.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
         if (this.profiles.fresh(req.projectId, u.id, fingerprint)) continue;
@@ -65,13 +68,13 @@ export class UserRows {
       if (req.userIds.length === 0) continue;
       const project = this.sightings.project(req.projectId);
       let ids: Set<string> | undefined;
+      let sighted: string[] | undefined;
       for (const id of req.userIds) {
         if (this.sightings.freshIn(project, id, now)) continue;
-        ids ??= inProject(covered, req.projectId);
+        ids ??= inProject(covered, req.projectId, newSet);
         if (ids.has(id)) continue;
         ids.add(id);
-        sightings.projects.push(req.projectId);
-        sightings.ids.push(id);
+        (sighted ??= inProject(sightings, req.projectId, newList)).push(id);
       }
     }
     return { sightings, partial: [...partial.values()], authoritative: [...authoritative.values()], profilesWritten };
@@ -79,11 +82,11 @@ export class UserRows {
 
   /** After the commit that wrote them. */
   committed(users: UsersToWrite): void {
-    const { projects, ids } = users.sightings;
-    for (let i = 0; i < ids.length; i++) this.sightings.remember(projects[i]!, ids[i]!);
+    const now = this.sightings.seconds();
+    for (const [projectId, ids] of users.sightings) for (const id of ids) this.sightings.remember(projectId, id, now);
     for (const w of users.profilesWritten) {
       this.profiles.remember(w.projectId, w.userId, w.fingerprint);
-      this.sightings.remember(w.projectId, w.userId);
+      this.sightings.remember(w.projectId, w.userId, now);
     }
   }
 }

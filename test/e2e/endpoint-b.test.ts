@@ -392,6 +392,49 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
     expect(after.map((u) => [u.messenger_user_id, u.username, u.first_name])).toEqual([['900', 'nine', 'Nine'], ['901', null, 'Nine-oh-one']]);
   });
 
+  it('a commit holding the requests of several projects writes each user row to its own project', async () => {
+    // One writer connection, held up by a lock on users: the next requests gather into one commit.
+    const one = await startServer(db.url, { RATE_LIMIT_BURST: '100000', DB_WRITER_CONNECTIONS: '1' });
+    try {
+      const [a, b, c] = [await provision(one.url), await provision(one.url), await provision(one.url)];
+      const metric = async (name: string) => {
+        const line = (await (await fetch(`${one.url}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${name} `));
+        return Number(line?.split(' ')[1] ?? 0);
+      };
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = db.sql.begin(async (tx) => {
+        await tx`LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      const commitsBefore = await metric('tg_ingest_commit_rows_count{path="copy"}');
+      const first = postB(one.url, a.token, { events: [serverEvent({ platformUserId: '930' })] });
+      while ((await metric('tg_ingest_writer_pending_requests')) < 1) await new Promise((r) => setTimeout(r, 20));
+      const gathered = [
+        postB(one.url, a.token, { events: [serverEvent({ platformUserId: '931' }), serverEvent({ platformUserId: '932' })] }),
+        postB(one.url, b.token, { events: [serverEvent({ platformUserId: '932' }), serverEvent({ platformUserId: '933' })] }),
+        postB(one.url, c.token, { events: [serverEvent({ platformUserId: '934' })], users: [{ messengerUserId: 935, username: 'c935' }] }),
+      ];
+      while ((await metric('tg_ingest_writer_pending_requests')) < 4) await new Promise((r) => setTimeout(r, 20));
+      release();
+      await holder;
+      expect((await Promise.all([first, ...gathered])).map((r) => r.status)).toEqual([202, 202, 202, 202]);
+      expect((await metric('tg_ingest_commit_rows_count{path="copy"}')) - commitsBefore).toBe(2);
+      const rows = await db.sql<{ project_id: string; id: string; username: string | null }[]>`
+        SELECT project_id, messenger_user_id AS id, username FROM users WHERE project_id IN (${a.projectId}, ${b.projectId}, ${c.projectId})`;
+      const name = new Map([[a.projectId, 'a'], [b.projectId, 'b'], [c.projectId, 'c']]);
+      expect(rows.map((r) => [name.get(r.project_id), r.id, r.username]).sort((x, y) => `${x[0]}${x[1]}`.localeCompare(`${y[0]}${y[1]}`))).toEqual([
+        ['a', '930', null], ['a', '931', null], ['a', '932', null], ['b', '932', null], ['b', '933', null], ['c', '934', null], ['c', '935', 'c935'],
+      ]);
+    } finally {
+      await one.stop();
+    }
+  });
+
   it('moves last_seen forward for a user seen again, at minute resolution', async () => {
     const own = await provision(srv.url);
     // Rows this instance has never written: one last seen 5 minutes ago, one 10 seconds ago.
