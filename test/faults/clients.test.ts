@@ -32,6 +32,17 @@ function raw(text: string): { socket: Socket; closed: Promise<number> } {
   return { socket, closed };
 }
 
+/** Sends `text` at once, then `slowly` one byte a second, as a slowloris client does, until the connection closes. */
+function trickle(text: string, slowly: string): { socket: Socket; closed: Promise<number> } {
+  const c = raw(text);
+  let i = 0;
+  const timer = setInterval(() => {
+    if (i < slowly.length) c.socket.write(slowly[i++]!);
+  }, 1000);
+  void c.closed.then(() => clearInterval(timer));
+  return c;
+}
+
 /** uWebSockets.js drops a connection idle for about this long (built in, not a setting). */
 const IDLE_MS = 10_000;
 /** The service answers a request that waits for the database within WRITE_TIMEOUT_MS (10 s by default). */
@@ -48,24 +59,30 @@ async function othersServed(): Promise<void> {
 }
 
 describe('slow and broken clients', () => {
-  it('closes a client that stalls in its headers or its body; the others are served meanwhile', async () => {
-    const headers = raw('POST /tg HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n');
-    const body = raw(`POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: 33554432\r\n\r\n{"events":[`);
-    let stalledOpen = 2;
-    for (const s of [headers, body]) void s.closed.then(() => stalledOpen--);
-    // Others are served while both stalled clients still hold their connections: the order, not a duration.
+  it('closes a client that stalls or trickles in its headers or its body; the others are served meanwhile', async () => {
+    const bodyHead = `POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: 33554432\r\n\r\n{"events":[`;
+    const slow = {
+      headers: raw('POST /tg HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n'),
+      body: raw(bodyHead),
+      // A byte a second: never idle, and far longer than the test if the server waited for the end.
+      trickledHeaders: trickle('POST /tg HTTP/1.1\r\nHost: x\r\n', `X-Pad: ${'a'.repeat(200)}`),
+      trickledBody: trickle(bodyHead, ' '.repeat(200)),
+    };
+    const clients = Object.values(slow);
+    let open = clients.length;
+    for (const s of clients) void s.closed.then(() => open--);
+    // Others are served while the slow clients still hold their connections: the order, not a duration.
     let servedMeanwhile = 0;
-    while (stalledOpen === 2 && servedMeanwhile < 5) {
+    while (open === clients.length && servedMeanwhile < 5) {
       await othersServed();
-      if (stalledOpen === 2) servedMeanwhile++;
+      if (open === clients.length) servedMeanwhile++;
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(servedMeanwhile).toBeGreaterThanOrEqual(1);
-    // Both are dropped by the server (we never close them); 4× the ~10 s idle timeout only catches "never".
+    // All are dropped by the server (we never close them); 4× the ~10 s idle timeout only catches "never".
     let timer: NodeJS.Timeout | undefined;
     const never = new Promise<'open'>((r) => { timer = setTimeout(() => r('open'), 4 * IDLE_MS); });
-    expect(await Promise.race([headers.closed.then(() => 'closed'), never])).toBe('closed');
-    expect(await Promise.race([body.closed.then(() => 'closed'), never])).toBe('closed');
+    for (const [name, s] of Object.entries(slow)) expect([name, await Promise.race([s.closed.then(() => 'closed'), never])]).toEqual([name, 'closed']);
     clearTimeout(timer);
     await othersServed();
   }, 4 * IDLE_MS + 4 * WRITE_TIMEOUT_MS);
