@@ -28,9 +28,9 @@ function definedOnly(u: UserSeen): Partial<UserSeen> {
 
 /** Ids per project: a batch seldom spans many projects, so no key string is built per user. */
 function inProject<T>(byProject: Map<string, T>, projectId: string, make: () => T): T {
-  let ids = byProject.get(projectId);
-  if (ids === undefined) byProject.set(projectId, (ids = make()));
-  return ids;
+  let entry = byProject.get(projectId);
+  if (entry === undefined) byProject.set(projectId, (entry = make()));
+  return entry;
 }
 const newSet = () => new Set<string>();
 const newList = (): string[] => [];
