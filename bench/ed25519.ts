@@ -1,6 +1,6 @@
 // initData checks per second on one core: node:crypto vs @noble/ed25519, uncached (parse, build
 // the data-check-string, verify) and cached (the LRU lookup a session's later batches pay).
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import * as noble from '@noble/ed25519';
 import { LRUCache } from 'lru-cache';
 import { verifySignature } from '../src/auth/ed25519.js';
@@ -35,9 +35,9 @@ export function ed25519Bench(seconds = 1.5): { rows: Row[]; nodeUncached: number
   const nodeUncached = rate(seconds, check((m, s) => verifySignature(m, s, [signer.publicKeyHex])));
   const nobleUncached = rate(seconds, check((m, s) => noble.verify(Buffer.from(s, 'base64url'), Buffer.from(m), pub)));
   const cache = new LRUCache<string, { ok: true }>({ max: 1000 });
-  for (const s of strings) cache.set(createHash('sha256').update(`bot\n${botId}\n${s}`).digest('base64'), { ok: true });
+  for (const s of strings) cache.set(hash('sha256', `bot\n${botId}\n${s}`, 'base64'), { ok: true });
   const cached = rate(seconds, () => {
-    if (cache.get(createHash('sha256').update(`bot\n${botId}\n${strings[k++ % strings.length]}`).digest('base64')) === undefined) throw new Error('miss');
+    if (cache.get(hash('sha256', `bot\n${botId}\n${strings[k++ % strings.length]}`, 'base64')) === undefined) throw new Error('miss');
   });
   return {
     nodeUncached, nobleUncached, cached,

@@ -1,6 +1,6 @@
 // The admin token: ADMIN_TOKEN when set, otherwise one generated on first start and kept in
 // DATA_DIR/admin-token (mode 0600). Compared in constant time.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -25,7 +25,7 @@ export function loadAdminToken(configured: string | null, dataDir: string): { to
 export function adminTokenMatches(expected: string, authorization: string | undefined): boolean {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   const given = m?.[1] ?? '';
-  const a = createHash('sha256').update(expected).digest();
-  const b = createHash('sha256').update(given).digest();
+  const a = hash('sha256', expected, 'buffer');
+  const b = hash('sha256', given, 'buffer');
   return timingSafeEqual(a, b) && given !== '';
 }

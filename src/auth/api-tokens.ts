@@ -1,6 +1,6 @@
 // The bot_api endpoint's credentials: per-bot tokens, stored only as SHA-256 digests. A lookup
 // goes by digest, so a response time can never tell which prefix of a token matched.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Sql } from '../db/connect.js';
 import { batchLoader } from './batch-loader.js';
 import { RefreshingCache } from './refreshing-cache.js';
@@ -19,7 +19,7 @@ export interface TokenInfo {
 }
 
 export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
+  return hash('sha256', token, 'buffer');
 }
 
 export function newToken(): { token: string; hash: Buffer; hint: string } {

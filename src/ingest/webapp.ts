@@ -2,7 +2,7 @@
 // user identified by initData signed with Ed25519. The bot and the session are read from the body
 // first (inline for a small body, in a worker otherwise). Order of checks: bot, initData signature
 // and age, bot settings, rate limit per (bot, user), quota, then the events.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { BotResolver } from '../auth/bots.js';
 import { checkAge, dataCheckString, parseInitData } from '../auth/initdata.js';
@@ -41,7 +41,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
   const verified = new LRUCache<string, Verified>({ max: 200_000, ttl: deps.maxAgeS * 1000 });
 
   async function authenticate(address: string, botId: string, messengerBotId: string, initData: string): Promise<UserSeen> {
-    const key = createHash('sha256').update(`${botId}\n${messengerBotId}\n${initData}`).digest('base64');
+    const key = hash('sha256', `${botId}\n${messengerBotId}\n${initData}`, 'base64');
     const hit = verified.get(key);
     if (hit !== undefined) {
       const age = checkAge(hit.authDate, nowS(), deps.maxAgeS);
