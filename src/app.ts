@@ -18,6 +18,7 @@ import { HttpError } from './errors.js';
 import { BodyBudget } from './http/body-budget.js';
 import { corsHeaders, corsPreflight } from './http/cors.js';
 import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
+import { Tarpit } from './http/tarpit.js';
 import { botApiEndpoint } from './ingest/bot-api.js';
 import type { CommitTarget } from './ingest/commit.js';
 import { PlanCache } from './ingest/plans.js';
@@ -83,6 +84,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
 
   const verifications = { hits: 0, misses: 0 };
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
+  const tarpit = new Tarpit({ delayMs: config.authRateLimitedDelayMs, max: config.authRateLimitedHeldMax });
   // Late-bound: the probes read objects created just below.
   const metrics: Metrics = new Metrics({
     poolQueue: () => pool.queueSize,
@@ -90,6 +92,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     writerPending: () => sink.pending,
     writerQueuedRows: () => sink.queuedRows,
     bodyBytes: () => bodyBudget.bytes,
+    heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
     caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, tracking_plan: plans.stats, initdata: verifications }),
     tasks: () => pool.tasks,
@@ -159,6 +162,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const serverOptions = {
     maxBodyBytes: config.maxBodyBytes,
     bodyBudget,
+    tarpit,
     trustProxy: config.trustProxy,
     onError: (req: Request, err: unknown) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
     onReply,
@@ -234,6 +238,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     shutdown() {
       shuttingDown ??= (async () => {
         for (const s of servers) s.stopListening();
+        tarpit.release();
         unwatch();
         clearInterval(pruner);
         clearInterval(partitioner);

@@ -34,6 +34,8 @@ export interface Config {
   /** Failed authentications per client address: bucket size and refill per second. */
   authFailureBurst: number;
   authFailureRefillPerS: number;
+  authRateLimitedDelayMs: number;
+  authRateLimitedHeldMax: number;
   /** Failed initData signature checks per bot. */
   initDataFailureBurstPerBot: number;
   initDataFailureRefillPerSPerBot: number;
@@ -197,6 +199,8 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     trustProxy: flag(env, 'TRUST_PROXY'),
     authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 100, 1),
     authFailureRefillPerS: positiveNumber(env, 'AUTH_FAILURE_REFILL_PER_S', 10),
+    authRateLimitedDelayMs: integer(env, 'AUTH_RATE_LIMITED_DELAY_MS', 1000, 0, 60_000),
+    authRateLimitedHeldMax: integer(env, 'AUTH_RATE_LIMITED_HELD_MAX', 10_000, 0, 1_000_000),
     initDataFailureBurstPerBot: integer(env, 'INITDATA_FAILURE_BURST_PER_BOT', 1000, 1),
     initDataFailureRefillPerSPerBot: positiveNumber(env, 'INITDATA_FAILURE_REFILL_PER_S_PER_BOT', 100),
     initDataVerifyQueue: integer(env, 'INITDATA_VERIFY_QUEUE', 1000, 1, 1_000_000),

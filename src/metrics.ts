@@ -21,6 +21,7 @@ export interface Probes {
   writerPending(): number;
   writerQueuedRows(): number;
   bodyBytes(): number;
+  heldAnswers(): number;
   liveViewers(): number;
   caches(): Record<string, CacheCounts>;
   /** Pipeline tasks run so far, keyed "kind:where" (where: inline or pool). */
@@ -81,6 +82,7 @@ export class Metrics {
     new client.Gauge({ name: 'tg_ingest_writer_queued_rows', help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.', registers: [r], collect() { this.set(probes.writerQueuedRows()); } });
     new client.Gauge({ name: 'tg_ingest_live_viewers', help: 'Live views open on this instance.', registers: [r], collect() { this.set(probes.liveViewers()); } });
     new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
+    new client.Gauge({ name: 'tg_ingest_held_answers', help: 'auth_rate_limited answers held back for AUTH_RATE_LIMITED_DELAY_MS; bounded by AUTH_RATE_LIMITED_HELD_MAX.', registers: [r], collect() { this.set(probes.heldAnswers()); } });
     // Counted where they happen; reported as the increase since the last scrape.
     const reportedTasks = new Map<string, number>();
     new client.Counter({

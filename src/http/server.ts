@@ -7,6 +7,7 @@ import { HttpError, STATUS_TEXT } from '../errors.js';
 import { clientAddress } from './client-address.js';
 import { type BodyBudget } from './body-budget.js';
 import { Aborted, replyFor } from './replies.js';
+import type { Tarpit } from './tarpit.js';
 import uws, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';
 
 export interface Request {
@@ -28,6 +29,8 @@ export interface Reply {
   body?: unknown;
   contentType?: string;
   headers?: Record<string, string>;
+  /** Sent through the server's tarpit: a refusal of a client past its failed-authentication budget. */
+  late?: boolean;
 }
 
 /** Resolves with the whole body, or rejects with 413 past the limit, 503 past the budget, or when the client goes away. */
@@ -52,6 +55,8 @@ export interface ServerOptions {
   onError?: (req: Request, err: unknown) => void;
   /** Headers added to every reply (e.g. CORS). */
   baseHeaders?: (req: Request) => Record<string, string> | undefined;
+  /** Holds replies marked `late`, shared by every listener. */
+  tarpit?: Tarpit;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -180,8 +185,13 @@ export class HttpServer {
       held = 0;
       if (this.inflight === 0) this.notifyDrained();
       if (aborted) return;
-      this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
-      this.opts.onReply?.(req, reply, performance.now() - started);
+      const send = () => {
+        if (aborted) return;
+        this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
+        this.opts.onReply?.(req, reply, performance.now() - started);
+      };
+      if (reply.late === true && this.opts.tarpit !== undefined) this.opts.tarpit.hold(send);
+      else send();
     };
     let result: Promise<Reply> | Reply;
     try {

@@ -108,6 +108,47 @@ describe('bot_api keys', () => {
     for (let i = 0; i < 10; i++) expect((await postB(p.token, other)).status).toBe(202);
     for (let i = 0; i < 5; i++) expect((await postB(randomToken(), other)).status).toBe(401);
   });
+
+  it('answers a client past its budget a second late (AUTH_RATE_LIMITED_DELAY_MS), while its known key is served meanwhile', async () => {
+    const from = address();
+    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), from)).status).toBe(401);
+    const order: string[] = [];
+    const started = Date.now();
+    const refused = postB(randomToken(), from).then((r) => {
+      order.push('429');
+      return { r, ms: Date.now() - started };
+    });
+    // Held, not busy: the same address's valid request overtakes it.
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await postB(p.token, from)).status).toBe(202);
+    order.push('202');
+    const { r, ms } = await refused;
+    expect([r.status, r.body.error, r.headers.get('retry-after') !== null]).toEqual([429, 'auth_rate_limited', true]);
+    expect(order).toEqual(['202', '429']);
+    // A lower bound only: the service cannot answer before the delay, however busy the machine.
+    expect(ms).toBeGreaterThanOrEqual(950);
+  });
+
+  it('holds at most AUTH_RATE_LIMITED_HELD_MAX answers, and sends the held ones when it shuts down', async () => {
+    const held = await startServer(db.url, { TRUST_PROXY: '1', AUTH_FAILURE_BURST: '1', AUTH_FAILURE_REFILL_PER_S: '0.001', AUTH_RATE_LIMITED_DELAY_MS: '60000', AUTH_RATE_LIMITED_HELD_MAX: '1' });
+    let stopped = false;
+    try {
+      const post = () => call(`${held.url}/tg`, { method: 'POST', headers: { 'x-api-key': randomToken(), 'x-forwarded-for': '10.99.0.1' }, body: { events: [serverEvent()] } });
+      expect((await post()).status).toBe(401);
+      const answered: Res[] = [];
+      const three = Array.from({ length: 3 }, () => post().then((r) => answered.push(r)));
+      // Two are answered long before the 60 s delay; one stays held.
+      while (answered.length < 2) await new Promise((r) => setTimeout(r, 50));
+      expect(metric((await call(`${held.url}/metrics`)).text, 'tg_ingest_held_answers')).toBe(1);
+      expect(answered).toHaveLength(2);
+      await held.stop();
+      stopped = true;
+      await Promise.all(three);
+      expect(answered.map((r) => [r.status, r.body.error])).toEqual(Array.from({ length: 3 }, () => [429, 'auth_rate_limited']));
+    } finally {
+      if (!stopped) await held.stop();
+    }
+  });
 });
 
 /** A counter's value in Prometheus text (0 when absent). */
