@@ -199,7 +199,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     trustProxy: flag(env, 'TRUST_PROXY'),
     authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 100, 1),
     authFailureRefillPerS: positiveNumber(env, 'AUTH_FAILURE_REFILL_PER_S', 10),
-    authRateLimitedDelayMs: integer(env, 'AUTH_RATE_LIMITED_DELAY_MS', 1000, 0, 60_000),
+    authRateLimitedDelayMs: integer(env, 'AUTH_RATE_LIMITED_DELAY_MS', 1000, 0, 10_000),
     authRateLimitedHeldMax: integer(env, 'AUTH_RATE_LIMITED_HELD_MAX', 10_000, 0, 1_000_000),
     initDataFailureBurstPerBot: integer(env, 'INITDATA_FAILURE_BURST_PER_BOT', 1000, 1),
     initDataFailureRefillPerSPerBot: positiveNumber(env, 'INITDATA_FAILURE_REFILL_PER_S_PER_BOT', 100),

@@ -130,14 +130,14 @@ describe('bot_api keys', () => {
   });
 
   it('holds at most AUTH_RATE_LIMITED_HELD_MAX answers, and sends the held ones when it shuts down', async () => {
-    const held = await startServer(db.url, { TRUST_PROXY: '1', AUTH_FAILURE_BURST: '1', AUTH_FAILURE_REFILL_PER_S: '0.001', AUTH_RATE_LIMITED_DELAY_MS: '60000', AUTH_RATE_LIMITED_HELD_MAX: '1' });
+    const held = await startServer(db.url, { TRUST_PROXY: '1', AUTH_FAILURE_BURST: '1', AUTH_FAILURE_REFILL_PER_S: '0.001', AUTH_RATE_LIMITED_DELAY_MS: '10000', AUTH_RATE_LIMITED_HELD_MAX: '1' });
     let stopped = false;
     try {
       const post = () => call(`${held.url}/tg`, { method: 'POST', headers: { 'x-api-key': randomToken(), 'x-forwarded-for': '10.99.0.1' }, body: { events: [serverEvent()] } });
       expect((await post()).status).toBe(401);
       const answered: Res[] = [];
       const three = Array.from({ length: 3 }, () => post().then((r) => answered.push(r)));
-      // Two are answered long before the 60 s delay; one stays held.
+      // Two are answered long before the 10 s delay; one stays held.
       while (answered.length < 2) await new Promise((r) => setTimeout(r, 50));
       expect(metric((await call(`${held.url}/metrics`)).text, 'tg_ingest_held_answers')).toBe(1);
       expect(answered).toHaveLength(2);
