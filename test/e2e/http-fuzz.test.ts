@@ -143,8 +143,9 @@ describe('the HTTP surface under generated hostile requests', () => {
 
   it('answers the requests of the reports that once ended the process', async () => {
     for (const raw of ['GET /admin/bots/%FF HTTP/1.1\r\nHost: x\r\n\r\n', 'DELETE /admin/tokens/%E0%A4%A HTTP/1.1\r\nHost: x\r\n\r\n', 'PATCH /admin/projects/% HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}']) {
+      // 401, or 429 once the generated requests above spent this address's budget of admin failures.
       const status = await exchange(Buffer.from(raw, 'latin1'));
-      expect(status).toBe(401);
+      expect([401, 429]).toContain(status);
       expect((await call(`${srv.url}/healthz`)).status).toBe(200);
     }
   });
