@@ -34,6 +34,7 @@ export interface Config {
   /** Failed authentications per client address: bucket size and refill per second. */
   authFailureBurst: number;
   authFailureRefillPerS: number;
+  /** How late a 429 auth_rate_limited leaves, and how many may be held at once. */
   authRateLimitedDelayMs: number;
   authRateLimitedHeldMax: number;
   /** Failed initData signature checks per bot. */

@@ -38,6 +38,8 @@ export function replyFor(err: unknown): Reply {
   const headers: Record<string, string> = { ...e.headers };
   if (e.retryAfterS !== undefined) headers['Retry-After'] = String(e.retryAfterS);
   else if (e.status === 503 || e.status === 429) headers['Retry-After'] = '1';
+  const reply: Reply = { status: e.status, body: e.body(), headers };
   // A client past its failed-authentication budget gets its refusal late (see the tarpit).
-  return e.code === 'auth_rate_limited' ? { status: e.status, body: e.body(), headers, late: true } : { status: e.status, body: e.body(), headers };
+  if (e.code === 'auth_rate_limited') reply.late = true;
+  return reply;
 }
