@@ -12,7 +12,7 @@ import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { UserSeen } from '../model.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { costlyCheck } from './costly-check.js';
+import { costlyCheck, refuseCheaply } from './costly-check.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { QualityDeps } from './bot-api.js';
 import type { IngestPool } from './pool.js';
@@ -49,10 +49,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
       deps.onVerify?.(true);
       return hit.user;
     }
-    const refuse = (err: HttpError): never => {
-      deps.authFailures.failed(address);
-      throw err;
-    };
+    const refuse = (err: HttpError): never => refuseCheaply(deps.authFailures, address, err);
     const wait = deps.authFailures.retryAfterS(address, botId);
     if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     const parsed = parseInitData(initData);
@@ -77,12 +74,17 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     if (!opened.ok) throw HttpError.from(opened.refusal);
     const { botId, initData } = opened.envelope;
     // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
-    const bot = deps.bots.cheap(botId)
+    const cheap = deps.bots.cheap(botId);
+    const bot = cheap
       ? await deps.bots.resolve(botId)
       : await costlyCheck(deps.authFailures, req.address, undefined, () => deps.bots.resolve(botId), (b) => b !== null);
-    if (bot === null) throw new HttpError('bot_unknown');
+    if (bot === null) {
+      const refusal = new HttpError('bot_unknown');
+      if (cheap) refuseCheaply(deps.authFailures, req.address, refusal);
+      throw refusal;
+    }
     if (bot.messengerBotId === null) throw new HttpError('webapp_bot_not_configured');
-    if (initData === null) throw new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' });
+    if (initData === null) refuseCheaply(deps.authFailures, req.address, new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' }));
     const user = await authenticate(req.address, botId, bot.messengerBotId, initData);
     if (bot.projectId === null) throw new HttpError('webapp_bot_not_linked');
     if (!bot.miniAppIngest) throw new HttpError('miniapp_ingest_disabled');

@@ -1,7 +1,8 @@
 // Credential floods cost almost nothing and evict nothing: keys of the wrong shape never reach the
 // database, unknown keys and bot ids are remembered apart from known ones, and failed
-// authentications are limited per client address (and, for initData, per bot), while every answer
-// before the budget is spent stays what it was and cached credentials are always served.
+// authentications, whether they cost a lookup or not, are limited per client address (and, for
+// initData, per bot), while every answer before the budget is spent stays what it was and cached
+// credentials are always served.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type Res, provision, type Provisioned, serverEvent } from '../helpers/api.js';
@@ -86,13 +87,32 @@ describe('bot_api keys', () => {
     const limited = await postB(randomToken(), from);
     expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    // What costs nothing is still answered as before: a known key, a key of the wrong shape.
+    // A known key is always served; a refusal that costs nothing is now a 429 as well.
     expect((await postB(p.token, from)).status).toBe(202);
-    expect((await postB('tgk_short', from)).status).toBe(401);
+    expect((await postB('tgk_short', from)).body.error).toBe('auth_rate_limited');
     // Another address has a budget of its own.
     expect((await postB(randomToken(), address())).status).toBe(401);
     const m = (await call(`${srv.url}/metrics`)).text;
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
+  });
+
+  it('counts keys refused from memory like failed lookups: wrong shape, missing, and an unknown key already looked up', async () => {
+    const from = address();
+    const unknown = randomToken();
+    const refusals = [
+      await postB(unknown, from),
+      await postB(unknown, from),
+      await postB('tgk_short', from),
+      await postB('Bearer xyz', from),
+      await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { events: [serverEvent()] } }),
+    ];
+    expect(refusals.map((r) => [r.status, r.body.error])).toEqual([
+      [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_missing'],
+    ]);
+    // The budget of 5 is spent by them, so a flood of garbage keys is slowed like one of unknown keys.
+    const limited = await postB(unknown, from);
+    expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
+    expect((await postB(p.token, from)).status).toBe(202);
   });
 
   it('holds the budget when unknown keys arrive all at once: 5 lookups, then 429', async () => {
@@ -166,6 +186,16 @@ describe('webapp bot ids and initData', () => {
     expect((await postA(randomUUID(), initData, from)).body.error).toBe('auth_rate_limited');
     // A known bot with a session verified before costs nothing: served.
     expect((await postA(p.botId, initData, from)).status).toBe(202);
+  });
+
+  it('counts an unknown bot id already looked up, and a missing initData, like any failed authentication', async () => {
+    const from = address();
+    const unknownBot = randomUUID();
+    const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 9191 } });
+    for (let i = 0; i < 3; i++) expect((await postA(unknownBot, initData, from)).body.error).toBe('bot_unknown');
+    for (let i = 0; i < 2; i++) expect((await postA(p.botId, '', from)).body.error).toBe('initdata_empty');
+    expect((await postA(unknownBot, initData, from)).body.error).toBe('auth_rate_limited');
+    expect((await postA(p.botId, '', from)).body.error).toBe('auth_rate_limited');
   });
 
   it('limits forged initData per client address and per bot, and always serves a verified session', async () => {

@@ -40,7 +40,7 @@ const goodDate = fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date(
 
 const event = fc.record(
   {
-    eventId: fc.oneof({ weight: 12, arbitrary: fc.constant('fresh') }, { weight: 1, arbitrary: fc.constant('dup') }, { weight: 1, arbitrary: weird }),
+    eventId: fc.oneof({ weight: 12, arbitrary: fc.constant('fresh') }, { weight: 3, arbitrary: fc.constant('dup') }, { weight: 1, arbitrary: weird }),
     eventName: mostly(goodName, fc.oneof(fc.constant(''), fc.integer())),
     eventDate: mostly(goodDate, fc.constantFrom('2026-01-01 10:00', '2026-02-30T00:00:00Z', 'yesterday', '+275760-09-13T00:00:00Z')),
     eventType: mostly(fc.constantFrom('message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'), weird),
