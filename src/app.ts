@@ -5,7 +5,7 @@ import { mountQuality } from './admin/quality-api.js';
 import { QualityStore } from './admin/quality-store.js';
 import { mountAdminPage } from './admin/page.js';
 import { AdminStore } from './admin/store.js';
-import { TokenResolver } from './auth/api-tokens.js';
+import { loadTokenTags, TokenResolver } from './auth/api-tokens.js';
 import { BotResolver } from './auth/bots.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
@@ -72,6 +72,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   await waitForDatabase(sql, log);
   const applied = await migrate(sql);
   if (applied.length > 0) log.info({ versions: applied }, 'migrations applied');
+  const tokenTags = await loadTokenTags(sql);
   // Partitions exist well before rows need them; old ones go when EVENTS_RETENTION_MONTHS says so.
   const maintain = async () => {
     const m = await maintainPartitions(sql, config.eventsRetentionMonths);
@@ -118,7 +119,8 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     verifyConcurrency: Math.max(1, config.workers - 1),
     verifyQueueMax: config.initDataVerifyQueue,
   });
-  const tokens = new TokenResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
+  const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
+  await tokens.checkUntagged();
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   // A lease admits events for a few seconds and counts for the others until its last batches have
   // had their time to commit.
@@ -206,7 +208,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     planChanged: (projectId: string) => quota.forget(projectId),
     trackingPlanChanged: (projectId: string) => plans.forget(projectId),
   };
-  const projects = new AdminStore(sql);
+  const projects = new AdminStore(sql, tokenTags);
   mountAdmin(adminServer, projects, { guard, stats: (projectId) => stats.get(projectId), hooks });
   mountQuality(adminServer, projects, quality, { guard, hooks, replay: { sql, sink, quota, plans, onReplayed: (r) => metrics.replay(r) } });
   live.mount(adminServer.app, PATHS.adminLive);

@@ -1,6 +1,6 @@
 // Provisioning queries: projects, bots, tokens, usage and reports.
 import type { Sql } from '../db/connect.js';
-import { newToken } from '../auth/api-tokens.js';
+import { newToken, type TokenTags } from '../auth/api-tokens.js';
 import { readUsage, type Usage } from '../db/usage.js';
 
 export interface Project {
@@ -50,7 +50,7 @@ interface TokenRow { token_id: string; bot_id: string; hint: string; created_at:
 const token = (r: TokenRow): TokenSummary => ({ tokenId: r.token_id, botId: r.bot_id, hint: r.hint, createdAt: r.created_at.toISOString(), revokedAt: iso(r.revoked_at) });
 
 export class AdminStore {
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly sql: Sql, private readonly tags: TokenTags) {}
 
   async createProject(name: string, eventAllowance: number | null): Promise<Project> {
     const [r] = await this.sql<ProjectRow[]>`INSERT INTO projects (name, event_allowance) VALUES (${name}, ${eventAllowance}) RETURNING *`;
@@ -129,10 +129,10 @@ export class AdminStore {
 
   /** The token's value exists only in this return value. */
   async createToken(botId: string): Promise<{ tokenId: string; token: string; hint: string } | null> {
-    const t = newToken();
+    const t = newToken(this.tags);
     const rows = await this.sql<{ token_id: string }[]>`
-      INSERT INTO api_tokens (bot_id, token_hash, hint)
-      SELECT bot_id, ${t.hash}, ${t.hint} FROM bots WHERE bot_id = ${botId}
+      INSERT INTO api_tokens (bot_id, token_hash, hint, tagged)
+      SELECT bot_id, ${t.hash}, ${t.hint}, true FROM bots WHERE bot_id = ${botId}
       RETURNING token_id`;
     return rows[0] === undefined ? null : { tokenId: rows[0].token_id, token: t.token, hint: t.hint };
   }

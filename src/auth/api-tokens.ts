@@ -1,6 +1,12 @@
 // The bot_api endpoint's credentials: per-bot tokens, stored only as SHA-256 digests. A lookup
 // goes by digest, so a response time can never tell which prefix of a token matched.
-import { hash, randomBytes } from 'node:crypto';
+//
+// An issued token carries a tag: an HMAC of its random part under a secret the deployment's
+// instances share (in the database). A key whose tag is wrong was never issued here, so a flood of
+// made-up keys is refused from memory instead of costing a lookup each on the one database every
+// instance shares. The tag only spares lookups: whether a key is valid is always the database's
+// answer, so a leaked secret costs lookups, never access.
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../db/connect.js';
 import { batchLoader } from './batch-loader.js';
 import { RefreshingCache } from './refreshing-cache.js';
@@ -22,8 +28,38 @@ export function hashToken(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
 
-export function newToken(): { token: string; hash: Buffer; hint: string } {
-  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+const RANDOM_BYTES = 24;
+const TAG_BYTES = 8;
+
+export class TokenTags {
+  constructor(private readonly secret: Buffer) {}
+
+  /** A new token: 24 random bytes and their tag, 43 base64url characters after the prefix. */
+  issue(): string {
+    const random = randomBytes(RANDOM_BYTES);
+    return TOKEN_PREFIX + Buffer.concat([random, this.tag(random)]).toString('base64url');
+  }
+
+  /** For a token-shaped key: whether it carries the tag of its random part. */
+  carries(token: string): boolean {
+    const raw = Buffer.from(token.slice(TOKEN_PREFIX.length), 'base64url');
+    return timingSafeEqual(raw.subarray(RANDOM_BYTES), this.tag(raw.subarray(0, RANDOM_BYTES)));
+  }
+
+  private tag(random: Buffer): Buffer {
+    return createHmac('sha256', this.secret).update(random).digest().subarray(0, TAG_BYTES);
+  }
+}
+
+/** The deployment's tag secret, made by the migrations. */
+export async function loadTokenTags(sql: Sql): Promise<TokenTags> {
+  const [row] = await sql<{ value: Buffer }[]>`SELECT value FROM deployment_secrets WHERE name = 'api_token_tag'`;
+  if (row === undefined) throw new Error('deployment_secrets has no api_token_tag: the migrations did not run');
+  return new TokenTags(row.value);
+}
+
+export function newToken(tags: TokenTags): { token: string; hash: Buffer; hint: string } {
+  const token = tags.issue();
   return { token, hash: hashToken(token), hint: `${token.slice(0, 8)}…` };
 }
 
@@ -33,8 +69,12 @@ export function isTokenShaped(token: string): boolean {
 
 export class TokenResolver {
   private readonly cache: RefreshingCache<TokenInfo>;
+  /** Whether a live token issued before tags may exist; true until the database said otherwise. */
+  private untaggedLive = true;
+  private untaggedCheckedAt = -Infinity;
+  private untaggedChecking = false;
 
-  constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
+  constructor(private readonly sql: Sql, private readonly tags: TokenTags, private readonly ttlMs: number, maxEntries = 100_000) {
     this.cache = new RefreshingCache(batchLoader((keys) => this.load(keys)), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
   }
 
@@ -42,16 +82,42 @@ export class TokenResolver {
     return this.cache.stats;
   }
 
-  /** True when resolving `token` costs no database query (cached either way, or refused by shape). */
+  /** True when resolving `token` costs no database query (cached either way, or refused from memory). */
   cheap(token: string): boolean {
-    return !isTokenShaped(token) || this.cache.cached(token);
+    return !isTokenShaped(token) || this.cache.cached(token) || this.neverIssued(token);
   }
 
   /** null: unknown or revoked. Throws LookupFailed when the database cannot answer and nothing is cached. */
   async resolve(token: string): Promise<TokenInfo | null> {
     if (!isTokenShaped(token)) return null;
     // Keyed by the token itself, in memory only, so a hit costs no hashing; the database sees the digest.
+    if (!this.cache.cached(token) && this.neverIssued(token)) return null;
     return this.cache.get(token);
+  }
+
+  /** A key without its tag, when no token issued before tags is live. */
+  private neverIssued(token: string): boolean {
+    return !this.tags.carries(token) && !this.untaggedMayBeLive();
+  }
+
+  /** Asked of the database at start, then at most once per AUTH_CACHE_TTL_MS in the background; the last answer meanwhile. */
+  private untaggedMayBeLive(): boolean {
+    if (!this.untaggedChecking && performance.now() - this.untaggedCheckedAt >= this.ttlMs) {
+      this.checkUntagged().catch(() => undefined); // kept as it was; asked again on the next untagged key
+    }
+    return this.untaggedLive;
+  }
+
+  async checkUntagged(): Promise<void> {
+    const at = performance.now();
+    this.untaggedChecking = true;
+    try {
+      const [row] = await this.sql<{ live: boolean }[]>`SELECT EXISTS (SELECT 1 FROM api_tokens WHERE NOT tagged AND revoked_at IS NULL) AS live`;
+      this.untaggedLive = row?.live ?? true;
+      this.untaggedCheckedAt = at;
+    } finally {
+      this.untaggedChecking = false;
+    }
   }
 
   /** After a local change (revocation, bot settings): forget at once on this instance. */

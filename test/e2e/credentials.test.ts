@@ -5,7 +5,8 @@
 // credentials are always served.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type Res, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { hashToken, loadTokenTags, type TokenTags } from '../../src/auth/api-tokens.js';
+import { admin, call, type Res, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -15,6 +16,7 @@ const forger = newSigner();
 let db: TestDatabase;
 let srv: RunningServer;
 let p: Provisioned;
+let tags: TokenTags;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -30,6 +32,7 @@ beforeAll(async () => {
     RATE_LIMIT_BURST: '100000',
   });
   p = await provision(srv.url);
+  tags = await loadTokenTags(db.sql);
 });
 afterAll(async () => {
   await srv?.stop();
@@ -39,7 +42,10 @@ afterAll(async () => {
 let nextAddress = 1;
 /** A client address of its own, as the trusted proxy forwards it. */
 const address = () => `10.${(nextAddress >> 16) & 255}.${(nextAddress >> 8) & 255}.${nextAddress++ & 255}`;
-const randomToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
+/** A key this deployment could have issued (its tag is right) but did not: each costs a lookup. */
+const unknownToken = () => tags.issue();
+/** A key of the right shape without the deployment's tag: refused from memory. */
+const madeUpToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
 const postB = (token: string, from: string): Promise<Res> =>
   call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': token, 'x-forwarded-for': `203.0.113.9, ${from}` }, body: { events: [serverEvent()] } });
 const postA = (botId: string, initData: string, from: string): Promise<Res> =>
@@ -57,17 +63,17 @@ async function withoutTokenTable<T>(fn: () => Promise<T>): Promise<T> {
 
 describe('bot_api keys', () => {
   it('refuses a key of the wrong shape without a query, and remembers an unknown one without another', async () => {
-    const unknown = randomToken();
+    const unknown = unknownToken();
     expect((await postB(unknown, address())).status).toBe(401);
     await withoutTokenTable(async () => {
-      for (const bad of ['tgk_short', `tgk_${'a'.repeat(44)}`, 'Bearer xyz', `tgk_${randomBytes(32).toString('base64')}`]) {
+      for (const bad of ['tgk_short', `tgk_${'a'.repeat(44)}`, 'Bearer xyz', `tgk_${randomBytes(32).toString('base64')}`, madeUpToken()]) {
         const r = await postB(bad, address());
         expect([r.status, r.body.error]).toEqual([401, 'api_key_invalid']);
       }
       const again = await postB(unknown, address());
       expect([again.status, again.body.error]).toEqual([401, 'api_key_invalid']);
       // A key that has to be looked up cannot be while the table is away: proof that the others were not.
-      const fresh = await postB(randomToken(), address());
+      const fresh = await postB(unknownToken(), address());
       expect([fresh.status, fresh.body.error]).toEqual([503, 'unavailable']);
     });
   });
@@ -75,7 +81,7 @@ describe('bot_api keys', () => {
   it('a flood of unknown keys evicts no known one', async () => {
     expect((await postB(p.token, address())).status).toBe(202);
     // The cache of known credentials holds 2 here; 40 unknown keys pass through their own.
-    for (let i = 0; i < 40; i++) expect((await postB(randomToken(), address())).status).toBe(401);
+    for (let i = 0; i < 40; i++) expect((await postB(unknownToken(), address())).status).toBe(401);
     await withoutTokenTable(async () => {
       expect((await postB(p.token, address())).status).toBe(202);
     });
@@ -83,26 +89,26 @@ describe('bot_api keys', () => {
 
   it('limits failed lookups per client address; until then every answer is a 401, and a known key is always served', async () => {
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), from)).status).toBe(401);
-    const limited = await postB(randomToken(), from);
+    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), from)).status).toBe(401);
+    const limited = await postB(unknownToken(), from);
     expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // A known key is always served; a refusal that costs nothing is now a 429 as well.
     expect((await postB(p.token, from)).status).toBe(202);
     expect((await postB('tgk_short', from)).body.error).toBe('auth_rate_limited');
     // Another address has a budget of its own.
-    expect((await postB(randomToken(), address())).status).toBe(401);
+    expect((await postB(unknownToken(), address())).status).toBe(401);
     const m = (await call(`${srv.url}/metrics`)).text;
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
   });
 
-  it('counts keys refused from memory like failed lookups: wrong shape, missing, and an unknown key already looked up', async () => {
+  it('counts keys refused from memory like failed lookups: wrong shape, without the tag, missing, and an unknown key already looked up', async () => {
     const from = address();
-    const unknown = randomToken();
+    const unknown = unknownToken();
     const refusals = [
       await postB(unknown, from),
       await postB(unknown, from),
-      await postB('tgk_short', from),
+      await postB(madeUpToken(), from),
       await postB('Bearer xyz', from),
       await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { events: [serverEvent()] } }),
     ];
@@ -119,22 +125,22 @@ describe('bot_api keys', () => {
     const from = address();
     const lookups = async () => metric((await call(`${srv.url}/metrics`)).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
     const before = await lookups();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => postB(randomToken(), from)));
+    const answers = await Promise.all(Array.from({ length: 30 }, () => postB(unknownToken(), from)));
     expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
     expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(25);
     expect((await lookups()) - before).toBe(5);
     // Lookups that found the key were refunded: a known key from a fresh address spends nothing.
     const other = address();
     for (let i = 0; i < 10; i++) expect((await postB(p.token, other)).status).toBe(202);
-    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), other)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), other)).status).toBe(401);
   });
 
   it('answers a client past its budget a second late (AUTH_RATE_LIMITED_DELAY_MS), while its known key is served meanwhile', async () => {
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postB(randomToken(), from)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), from)).status).toBe(401);
     const order: string[] = [];
     const started = Date.now();
-    const refused = postB(randomToken(), from).then((r) => {
+    const refused = postB(unknownToken(), from).then((r) => {
       order.push('429');
       return { r, ms: Date.now() - started };
     });
@@ -149,11 +155,51 @@ describe('bot_api keys', () => {
     expect(ms).toBeGreaterThanOrEqual(950);
   });
 
+  it('serves a token issued before tags, and looks keys without the tag up only while such a token is live', async () => {
+    const own = await createTestDatabase();
+    let first: RunningServer | undefined;
+    let second: RunningServer | undefined;
+    try {
+      first = await startServer(own.url);
+      const q = await provision(first.url);
+      await first.stop();
+      // Issued by a version before tags: no tag, and the column's default says so.
+      const legacy = madeUpToken();
+      await own.sql`INSERT INTO api_tokens (bot_id, token_hash, hint) VALUES (${q.botId}, ${hashToken(legacy)}, ${legacy.slice(0, 8)})`;
+      second = await startServer(own.url, { AUTH_CACHE_TTL_MS: '200' });
+      const srv2 = second;
+      const post = (token: string) => call(`${srv2.url}/tg`, { method: 'POST', headers: { 'x-api-key': token }, body: { events: [serverEvent()] } });
+      const lookups = async () => metric((await call(`${srv2.url}/metrics`)).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
+      expect((await post(legacy)).status).toBe(202);
+      let before = await lookups();
+      expect((await post(madeUpToken())).status).toBe(401);
+      expect((await lookups()) - before).toBe(1);
+      // Once the last of them is revoked, within AUTH_CACHE_TTL_MS keys without the tag cost nothing.
+      const [{ token_id }] = await own.sql<{ token_id: string }[]>`SELECT token_id FROM api_tokens WHERE NOT tagged`;
+      expect((await admin(srv2.url, 'DELETE', `/admin/tokens/${token_id}`)).status).toBe(204);
+      const deadline = Date.now() + 5000;
+      let free = false;
+      while (!free && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        before = await lookups();
+        expect((await post(madeUpToken())).status).toBe(401);
+        free = (await lookups()) === before;
+      }
+      expect(free).toBe(true);
+      expect((await post(legacy)).status).toBe(401);
+      // An issued token is served all along.
+      expect((await post(q.token)).status).toBe(202);
+    } finally {
+      await second?.stop();
+      await own.drop();
+    }
+  });
+
   it('holds at most AUTH_RATE_LIMITED_HELD_MAX answers, and sends the held ones when it shuts down', async () => {
     const held = await startServer(db.url, { TRUST_PROXY: '1', AUTH_FAILURE_BURST: '1', AUTH_FAILURE_REFILL_PER_S: '0.001', AUTH_RATE_LIMITED_DELAY_MS: '10000', AUTH_RATE_LIMITED_HELD_MAX: '1' });
     let stopped = false;
     try {
-      const post = () => call(`${held.url}/tg`, { method: 'POST', headers: { 'x-api-key': randomToken(), 'x-forwarded-for': '10.99.0.1' }, body: { events: [serverEvent()] } });
+      const post = () => call(`${held.url}/tg`, { method: 'POST', headers: { 'x-api-key': unknownToken(), 'x-forwarded-for': '10.99.0.1' }, body: { events: [serverEvent()] } });
       expect((await post()).status).toBe(401);
       const answered: Res[] = [];
       const three = Array.from({ length: 3 }, () => post().then((r) => answered.push(r)));

@@ -2,12 +2,12 @@
 // PostgreSQL: a token's rate limit holds as if there were one instance, the public surface is
 // routed and /metrics is not, the client's address reaches the per-address limits unforged, the
 // admin live view's WebSocket passes, and nginx's own refusals speak the service's JSON.
+import { randomBytes } from 'node:crypto';
 import { type IncomingHttpHeaders, request } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { newToken as unknownToken } from '../../src/auth/api-tokens.js';
 import { freePort } from '../../src/db/embedded.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
@@ -16,6 +16,8 @@ import { checkNginxConf, NGINX_CONF, renderNginxConf, type RunningNginx, startNg
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
 // A burst of 5 and a refill of one a minute: the sixth request of a token within the test is refused.
+/** A key of the right shape that no instance issued. */
+const madeUpToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
 const ENV = { TRUST_PROXY: '1', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_MIN: '1', AUTH_FAILURE_BURST: '2', AUTH_FAILURE_REFILL_PER_S: '0.001' };
 
 let db: TestDatabase;
@@ -193,14 +195,14 @@ describe('through nginx with two instances', () => {
   });
 
   it('passes on the client\'s address as nginx saw it, whatever X-Forwarded-For the client sent', async () => {
-    // Unknown (well-formed) keys cost a lookup each; AUTH_FAILURE_BURST=2 per address and instance. From
+    // Unknown (well-formed) keys count as failures; AUTH_FAILURE_BURST=2 per address and instance. From
     // 127.0.0.2, five of them (two instances: one of them sees at least three) exhaust it, although
     // each request claims another address in its own X-Forwarded-For.
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await raw('/tg', {
         method: 'POST', localAddress: '127.0.0.2', body: JSON.stringify({ events: [serverEvent()] }),
-        headers: { 'content-type': 'application/json', 'x-api-key': unknownToken().token, 'x-forwarded-for': `10.1.2.${i}` },
+        headers: { 'content-type': 'application/json', 'x-api-key': madeUpToken(), 'x-forwarded-for': `10.1.2.${i}` },
       });
       statuses.push(r.status);
       if (r.status === 429) expect(JSON.parse(r.text)).toMatchObject({ error: 'auth_rate_limited' });
@@ -212,7 +214,7 @@ describe('through nginx with two instances', () => {
     for (let i = 0; i < 2; i++) {
       const r = await raw('/tg', {
         method: 'POST', localAddress: '127.0.0.3', body: JSON.stringify({ events: [serverEvent()] }),
-        headers: { 'content-type': 'application/json', 'x-api-key': unknownToken().token },
+        headers: { 'content-type': 'application/json', 'x-api-key': madeUpToken() },
       });
       expect(r.status).toBe(401);
       expect(JSON.parse(r.text)).toMatchObject({ error: 'api_key_invalid' });
