@@ -134,20 +134,32 @@ export class QualityStore {
 
   /**
    * Keeps the quarantine bounded: older than the retention, and past the newest `maxEvents` of a
-   * project, events are deleted. One instance at a time does it (an advisory lock), in steps.
+   * project, events are deleted. One instance at a time does it (an advisory lock); null when
+   * another one was at it, and nothing was done. `projects`: the only ones that can have grown past
+   * the bound (those that quarantined since the last prune), so that the whole quarantine is not
+   * counted every time; null: every project.
    */
-  async prune(maxEvents: number, retentionDays: number): Promise<number> {
+  async prune(maxEvents: number, retentionDays: number, projects: readonly string[] | null): Promise<number | null> {
     return this.sql.begin(async (tx) => {
       const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(7240311906) AS ok`;
-      if (!lock?.ok) return 0;
+      if (!lock?.ok) return null;
       const old = await tx`DELETE FROM quarantine WHERE received_at < now() - make_interval(days => ${retentionDays})`;
-      const over = await tx`
-        DELETE FROM quarantine q USING (
-          SELECT project_id, (SELECT id FROM quarantine i WHERE i.project_id = c.project_id ORDER BY id DESC OFFSET ${maxEvents} LIMIT 1) AS below
-          FROM (SELECT project_id FROM quarantine GROUP BY project_id HAVING count(*) > ${maxEvents}) c
-        ) o
-        WHERE q.project_id = o.project_id AND q.id <= o.below`;
+      if (projects !== null && projects.length === 0) return old.count;
+      // Per project, the id of the newest event past the bound (found by walking its index).
+      const over = projects === null
+        ? await tx`
+          DELETE FROM quarantine q USING (
+            SELECT project_id, (SELECT id FROM quarantine i WHERE i.project_id = c.project_id ORDER BY id DESC OFFSET ${maxEvents} LIMIT 1) AS below
+            FROM (SELECT project_id FROM quarantine GROUP BY project_id HAVING count(*) > ${maxEvents}) c
+          ) o
+          WHERE q.project_id = o.project_id AND q.id <= o.below`
+        : await tx`
+          DELETE FROM quarantine q USING (
+            SELECT p AS project_id, (SELECT id FROM quarantine i WHERE i.project_id = p ORDER BY id DESC OFFSET ${maxEvents} LIMIT 1) AS below
+            FROM unnest(${projects as string[]}::uuid[]) AS p
+          ) o
+          WHERE q.project_id = o.project_id AND q.id <= o.below`;
       return old.count + over.count;
-    }) as Promise<number>;
+    }) as Promise<number | null>;
   }
 }

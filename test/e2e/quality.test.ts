@@ -189,6 +189,31 @@ describe('the quarantine', () => {
     }
     expect(kept).toEqual(sent.slice(3).reverse());
   });
+
+  it('is bounded from the first prune after a start, also for events quarantined before it', async () => {
+    const p = await provision(srv.url);
+    // Quarantined while no instance ran with this bound (here: written directly).
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const [{ id }] = await db.sql<{ id: string }[]>`
+        INSERT INTO quarantine (project_id, bot_id, channel, connection_id, received_at, event_id, codes, diagnostics, event, truncated)
+        VALUES (${p.projectId}, ${p.botId}, 'bot_api', 'token:x', now(), ${`e${i}`}, '{event_origin_invalid}', '[]', '{}', false)
+        RETURNING id::text`;
+      ids.push(id);
+    }
+    const next = await startServer(db.url, { QUARANTINE_MAX_EVENTS: '5', QUARANTINE_PRUNE_EVERY_MS: '300' });
+    try {
+      let kept: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        kept = (await db.sql<{ id: string }[]>`SELECT id::text FROM quarantine WHERE project_id = ${p.projectId} ORDER BY id`).map((r) => r.id);
+        if (kept.length === 5) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(kept).toEqual(ids.slice(3));
+    } finally {
+      await next.stop();
+    }
+  });
 });
 
 describe('replay', () => {
