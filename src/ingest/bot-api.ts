@@ -8,7 +8,7 @@ import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { costlyCheck, refuseCheaply } from './costly-check.js';
+import { costlyCheck, refuseCheaply } from './credential-checks.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { PlanCache } from './plans.js';
 import type { IngestPool } from './pool.js';

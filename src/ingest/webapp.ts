@@ -12,7 +12,7 @@ import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { UserSeen } from '../model.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { costlyCheck, refuseCheaply } from './costly-check.js';
+import { costlyCheck, refuseCheaply } from './credential-checks.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { QualityDeps } from './bot-api.js';
 import type { IngestPool } from './pool.js';

@@ -1,9 +1,9 @@
 // Credential checks under the failed-authentication budgets. One that costs the service work (a
 // database lookup, an Ed25519 verification) is charged when it starts, so that checks running at
 // once cannot all pass on a budget's last token, and refunded when it passes or throws (then the
-// service failed, not the client). One refused without any work is charged too: a flood of
-// garbage keys costs the service its HTTP work alone, which is the most a flood of unknown keys
-// costs as well, so both are slowed by the same budget. Past the budget: 429 auth_rate_limited.
+// service failed, not the client). One refused without any work is charged too: it still costs
+// an HTTP exchange, and a flood of made-up keys would otherwise run at full speed while one of
+// keys that need a lookup is slowed. Past the budget: 429 auth_rate_limited.
 import { HttpError } from '../errors.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 
