@@ -3,6 +3,7 @@ import { adminGuard, mountAdmin } from './admin/api.js';
 import { LiveHub } from './admin/live.js';
 import { mountQuality } from './admin/quality-api.js';
 import { QualityStore } from './admin/quality-store.js';
+import { QuarantinePruner } from './admin/quarantine-pruner.js';
 import { mountAdminPage } from './admin/page.js';
 import { AdminStore } from './admin/store.js';
 import { loadTokenTags, TokenResolver } from './auth/api-tokens.js';
@@ -131,34 +132,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
   const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed, trustProxy: config.trustProxy });
   const quality = new QualityStore(sql);
-  // The quarantine stays bounded: by age and by count per project, checked every QUARANTINE_PRUNE_EVERY_MS.
-  // Only a project that quarantined since the last prune can have grown past the bound: the first
-  // prune after start counts every project, the later ones only those (counting the whole
-  // quarantine costs PostgreSQL ~75 ms per million rows, every time).
-  let quarantinedSince: Set<string> | null = null;
-  let pruning = false;
-  const pruner = setInterval(() => {
-    if (pruning) return;
-    pruning = true;
-    const projects = quarantinedSince === null ? null : [...quarantinedSince];
-    quarantinedSince = new Set();
-    const again = () => {
-      if (projects === null) quarantinedSince = null;
-      else for (const p of projects) quarantinedSince?.add(p);
-    };
-    quality.prune(config.quarantineMaxEvents, config.quarantineRetentionDays, projects).then(
-      (pruned) => {
-        if (pruned === null) again();
-      },
-      (err: unknown) => {
-        again();
-        log.warn({ err: (err as Error).message }, 'pruning the quarantine failed');
-      },
-    ).finally(() => {
-      pruning = false;
-    });
-  }, config.quarantinePruneEveryMs);
-  pruner.unref();
+  const pruner = new QuarantinePruner(quality, { maxEvents: config.quarantineMaxEvents, retentionDays: config.quarantineRetentionDays, everyMs: config.quarantinePruneEveryMs }, log);
   const stats = new IngestStats();
   const authFailures = new AuthFailures({
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
@@ -171,7 +145,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     }, b.diagnosticCounts);
     stats.record(t.projectId, { accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated, storedNotBilled: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0 }, b.diagnosticCounts);
     if (o !== null) metrics.quarantine(b.quarantineCodes);
-    if (o !== null && b.quarantineCount > 0) quarantinedSince?.add(t.projectId);
+    if (o !== null && b.quarantineCount > 0) pruner.quarantined(t.projectId);
     if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
   };
   const quality$ = { plans, liveSample: (projectId: string) => live.sampleFor(projectId) };
@@ -266,7 +240,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         for (const s of servers) s.stopListening();
         tarpit.release();
         unwatch();
-        clearInterval(pruner);
+        pruner.stop();
         clearInterval(partitioner);
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
