@@ -8,7 +8,7 @@ import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { costlyCheck, refuseCheaply } from './credential-checks.js';
+import { refuseCheaply, resolveCredential } from './credential-checks.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { PlanCache } from './plans.js';
 import type { IngestPool } from './pool.js';
@@ -55,15 +55,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       const key = req.headers['x-api-key']?.trim();
       if (key === undefined || key === '') refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
       // A key that would cost a query is refused to an address that keeps presenting unknown ones.
-      const cheap = deps.tokens.cheap(key);
-      const token = cheap
-        ? await deps.tokens.resolve(key)
-        : await costlyCheck(deps.authFailures, req.address, undefined, () => deps.tokens.resolve(key), (t) => t !== null);
-      if (token === null) {
-        const refusal = new HttpError('api_key_invalid');
-        if (cheap) refuseCheaply(deps.authFailures, req.address, refusal);
-        throw refusal;
-      }
+      const token = await resolveCredential(deps.authFailures, req.address, deps.tokens, key, () => new HttpError('api_key_invalid'));
       const rate = (seen.rate = deps.buckets.take(token.tokenId));
       if (!rate.ok) {
         deps.onRateLimited?.();

@@ -28,3 +28,21 @@ export function refuseCheaply(failures: AuthFailures, address: string, refusal: 
   failures.failed(address);
   throw refusal;
 }
+
+/** A credential store that can tell whether resolving a key needs no query. */
+export interface CredentialResolver<T> {
+  cheap(key: string): boolean;
+  resolve(key: string): Promise<T | null>;
+}
+
+/** The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either way. */
+export async function resolveCredential<T>(failures: AuthFailures, address: string, resolver: CredentialResolver<T>, key: string, refusal: () => HttpError): Promise<T> {
+  if (resolver.cheap(key)) {
+    const known = await resolver.resolve(key);
+    if (known === null) refuseCheaply(failures, address, refusal());
+    return known;
+  }
+  const found = await costlyCheck(failures, address, undefined, () => resolver.resolve(key), (r) => r !== null);
+  if (found === null) throw refusal();
+  return found;
+}

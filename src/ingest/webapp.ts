@@ -12,7 +12,7 @@ import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { UserSeen } from '../model.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { costlyCheck, refuseCheaply } from './credential-checks.js';
+import { costlyCheck, refuseCheaply, resolveCredential } from './credential-checks.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { QualityDeps } from './bot-api.js';
 import type { IngestPool } from './pool.js';
@@ -74,15 +74,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     if (!opened.ok) throw HttpError.from(opened.refusal);
     const { botId, initData } = opened.envelope;
     // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
-    const cheap = deps.bots.cheap(botId);
-    const bot = cheap
-      ? await deps.bots.resolve(botId)
-      : await costlyCheck(deps.authFailures, req.address, undefined, () => deps.bots.resolve(botId), (b) => b !== null);
-    if (bot === null) {
-      const refusal = new HttpError('bot_unknown');
-      if (cheap) refuseCheaply(deps.authFailures, req.address, refusal);
-      throw refusal;
-    }
+    const bot = await resolveCredential(deps.authFailures, req.address, deps.bots, botId, () => new HttpError('bot_unknown'));
     if (bot.messengerBotId === null) throw new HttpError('webapp_bot_not_configured');
     if (initData === null) refuseCheaply(deps.authFailures, req.address, new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' }));
     const user = await authenticate(req.address, botId, bot.messengerBotId, initData);
