@@ -87,7 +87,7 @@ export async function endpointB(name: string, db: Database, o: RunOptions & {
   let scraping = o.scrapeEveryMs !== undefined;
   const scraper = (async () => {
     while (scraping) {
-      await fetch(`${svc.url}/metrics`).then((r) => r.text()).catch(() => undefined);
+      await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text()).catch(() => undefined);
       await new Promise((r) => setTimeout(r, o.scrapeEveryMs));
     }
   })();

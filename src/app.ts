@@ -8,6 +8,7 @@ import { mountAdminPage } from './admin/page.js';
 import { AdminStore } from './admin/store.js';
 import { loadTokenTags, TokenResolver } from './auth/api-tokens.js';
 import { BotResolver } from './auth/bots.js';
+import { MiniAppSessions } from './auth/sessions.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import { connect, type Sql } from './db/connect.js';
@@ -19,11 +20,11 @@ import { HttpError } from './errors.js';
 import { BodyBudget } from './http/body-budget.js';
 import { corsHeaders, corsPreflight } from './http/cors.js';
 import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
+import { Readiness } from './http/readiness.js';
 import { Tarpit } from './http/tarpit.js';
 import { botApiEndpoint } from './ingest/bot-api.js';
 import type { CommitTarget } from './ingest/commit.js';
 import { PlanCache } from './ingest/plans.js';
-import { IngestPool } from './ingest/pool.js';
 import { IngestStats } from './ingest/stats.js';
 import { webappEndpoint } from './ingest/webapp.js';
 import { AuthFailures } from './limits/auth-failures.js';
@@ -34,6 +35,8 @@ import type { Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import type { BatchResult } from './pipeline/batch.js';
+import { QuarantineBudget } from './quality/quarantine-budget.js';
+import { IngestPool } from './worker/pool.js';
 import { GroupCommitWriter } from './writer/group-commit.js';
 import type { WriteOutcome } from './writer/sink.js';
 
@@ -84,7 +87,6 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   partitioner.unref();
   const unwatch = watchDatabase(sql, log);
 
-  const verifications = { hits: 0, misses: 0 };
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const tarpit = new Tarpit({ delayMs: config.authRateLimitedDelayMs, max: config.authRateLimitedHeldMax });
   // Late-bound: the probes read objects created just below.
@@ -96,8 +98,10 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
-    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, tracking_plan: plans.stats, initdata: verifications }),
+    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, tracking_plan: plans.stats, initdata: sessions.stats }),
     tasks: () => pool.tasks,
+    laneWaiting: () => pool.laneWaiting,
+    quarantineDropped: () => quarantineBudget.droppedTotal,
   });
   const sink = new GroupCommitWriter({
     url: databaseUrl,
@@ -117,8 +121,11 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const pool = new IngestPool({
     threads: config.workers,
     inlineMaxBytes: config.inlineMaxBytes,
-    verifyConcurrency: Math.max(1, config.workers - 1),
-    verifyQueueMax: config.initDataVerifyQueue,
+    // Unauthenticated work never takes every worker (with one worker it has to share it).
+    laneConcurrency: Math.max(1, config.workers - 1),
+    laneQueueMax: config.initDataVerifyQueue,
+    lowQueueMax: config.authLowPriorityQueue,
+    envelopeMaxBytes: config.webappEnvelopeMaxBytes,
   });
   const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
   await tokens.checkUntagged();
@@ -131,13 +138,17 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const plans = new PlanCache(sql, config.authCacheTtlMs);
   const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
   const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed, trustProxy: config.trustProxy });
-  const quality = new QualityStore(sql);
-  const pruner = new QuarantinePruner(quality, { maxEvents: config.quarantineMaxEvents, retentionDays: config.quarantineRetentionDays, everyMs: config.quarantinePruneEveryMs }, log);
+  const quality = new QualityStore(sql, config.maxJsonDepth);
+  const quarantineBudget = new QuarantineBudget(sql, config.quarantineMaxBytes, config.authCacheTtlMs);
+  const pruner = new QuarantinePruner(quality, {
+    maxEvents: config.quarantineMaxEvents, retentionDays: config.quarantineRetentionDays, everyMs: config.quarantinePruneEveryMs, flushDropped: () => quarantineBudget.flush(),
+  }, log);
   const stats = new IngestStats();
   const authFailures = new AuthFailures({
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
     perBot: { burst: config.initDataFailureBurstPerBot, perMin: config.initDataFailureRefillPerSPerBot * 60, maxKeys: 100_000 },
   });
+  const sessions = new MiniAppSessions({ publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS, failures: authFailures, verify: (check, priority) => pool.verify(check, priority) });
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
     metrics.batch(t.channel, b.accepted + b.rejected + b.duplicated, {
       accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
@@ -149,6 +160,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
   };
   const quality$ = { plans, liveSample: (projectId: string) => live.sampleFor(projectId) };
+  const commit$ = { quota, sink, bodyBudget, quarantineBudget, onOutcome };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
   const webappPaths = new Set<string>(PATHS.webapp);
@@ -181,14 +193,14 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
   const botApi = botApiEndpoint({
-    tokens, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.maxBodyBytes, onOutcome, closing, ...quality$,
+    tokens, buckets: new TokenBuckets(bucketOptions), authFailures, pool, ...commit$, closing, ...quality$,
+    limits: { maxBytes: config.maxBodyBytes, maxDepth: config.maxJsonDepth, maxProfiles: config.maxProfilesPerRequest },
     onRateLimited: () => metrics.limited('bot_api'),
   });
   const webapp = unlessClosing(webappEndpoint({
-    bots, buckets: new TokenBuckets(bucketOptions), authFailures, pool, quota, sink, maxBodyBytes: config.webappMaxBodyBytes, onOutcome, ...quality$,
-    publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS,
+    bots, sessions, buckets: new TokenBuckets(bucketOptions), authFailures, pool, ...commit$, ...quality$,
+    limits: { maxBytes: config.webappMaxBodyBytes, maxDepth: config.maxJsonDepth },
     onRateLimited: () => metrics.limited('webapp'),
-    onVerify: (cached) => void (cached ? verifications.hits++ : verifications.misses++),
   }));
   for (const path of PATHS.bot_api) server.route('post', path, botApi).route('any', path, methodNotAllowed('POST'));
   for (const path of PATHS.webapp) {
@@ -208,18 +220,24 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   };
   const projects = new AdminStore(sql, tokenTags);
   mountAdmin(adminServer, projects, { guard, stats: (projectId) => stats.get(projectId), hooks });
-  mountQuality(adminServer, projects, quality, { guard, hooks, replay: { sql, sink, quota, plans, onReplayed: (r) => metrics.replay(r) } });
+  mountQuality(adminServer, projects, quality, {
+    guard, hooks, maxJsonDepth: config.maxJsonDepth,
+    compile: (plan) => pool.compilePlan(plan),
+    replay: { sql, sink, quota, plans, recheck: (items) => pool.recheck(items, config.maxJsonDepth), onReplayed: (r) => metrics.replay(r) },
+  });
   live.mount(adminServer.app, PATHS.adminLive);
-  adminServer.route('get', PATHS.metrics, async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() }));
+  // On the main listener /metrics needs the admin token (Prometheus sends it as a bearer token); on a
+  // listener of its own (ADMIN_PORT), reachable only where it is bound, it needs none, as before.
+  const metricsText: Handler = async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await metrics.text() });
+  adminServer.route('get', PATHS.metrics, adminServer === server ? guard(metricsText) : metricsText);
 
-  const ready = async (): Promise<Reply> => {
-    try {
-      if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
-      if (!(await schemaReady(sql))) return { status: 503, body: { status: 'migrations_pending' }, headers: { 'Retry-After': '1' } };
-      return { status: 200, body: { status: 'ready' } };
-    } catch {
-      return { status: 503, body: { status: 'database_unreachable' }, headers: { 'Retry-After': '1' } };
-    }
+  // /readyz answers from a state refreshed at most once a second, never a query per request.
+  const readiness = new Readiness(async () => ((await schemaReady(sql)) ? 'ready' : 'migrations_pending'));
+  await readiness.refresh();
+  const ready = (): Reply => {
+    if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
+    const state = readiness.state;
+    return state === 'ready' ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: state }, headers: { 'Retry-After': '1' } };
   };
   for (const s of servers) {
     s.route('get', PATHS.openapi, () => ({ status: 200, body: openApiDocument() }));
@@ -240,6 +258,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         for (const s of servers) s.stopListening();
         tarpit.release();
         unwatch();
+        readiness.stop();
         pruner.stop();
         clearInterval(partitioner);
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());

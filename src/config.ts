@@ -26,8 +26,16 @@ export interface Config {
   maxBodyBytes: number;
   /** The webapp endpoint's own body limit: its credentials are inside the body. */
   webappMaxBodyBytes: number;
-  /** Request-body bytes held at once across all requests; past it, 503. */
+  /** Request-body bytes held at once across all requests (and what requests derived from them); past it, 503. */
   maxInflightBodyBytes: number;
+  /** How deep objects and arrays of a JSON body may nest. */
+  maxJsonDepth: number;
+  /** users[] profiles a bot_api request may carry. */
+  maxProfilesPerRequest: number;
+  /** How much of a webapp body (decompressed) is read before its sender is known. */
+  webappEnvelopeMaxBytes: number;
+  /** Signature checks of clients past a failure budget waiting for the low-priority lane; past it, 503. */
+  authLowPriorityQueue: number;
   corsAllowOrigins: readonly string[];
   /** Take the client address from X-Forwarded-For (the last entry, added by a trusted proxy). */
   trustProxy: boolean;
@@ -48,6 +56,8 @@ export interface Config {
   eventsRetentionMonths: number | null;
   /** Quarantined events kept per project (the oldest go first) and for how long. */
   quarantineMaxEvents: number;
+  /** Bytes a project's quarantine may hold; past it, rejected events are dropped and counted. */
+  quarantineMaxBytes: number;
   quarantineRetentionDays: number;
   /** How often the quarantine's bounds are enforced. */
   quarantinePruneEveryMs: number;
@@ -196,6 +206,10 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     webappMaxBodyBytes: integer(env, 'WEBAPP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxInflightBodyBytes: integer(env, 'MAX_INFLIGHT_BODY_BYTES', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', 64, 8, 1000),
+    maxProfilesPerRequest: integer(env, 'MAX_PROFILES_PER_REQUEST', 1000, 1, 100_000),
+    webappEnvelopeMaxBytes: integer(env, 'WEBAPP_ENVELOPE_MAX_BYTES', 64 * 1024, 1024, 1024 * 1024),
+    authLowPriorityQueue: integer(env, 'AUTH_LOW_PRIORITY_QUEUE', 64, 0, 100_000),
     corsAllowOrigins: origins(env),
     trustProxy: flag(env, 'TRUST_PROXY'),
     authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 100, 1),
@@ -211,6 +225,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     // At least 1: deduplication looks back into the previous month's partition.
     eventsRetentionMonths: raw(env, 'EVENTS_RETENTION_MONTHS') === undefined ? null : integer(env, 'EVENTS_RETENTION_MONTHS', 0, 1, 1200),
     quarantineMaxEvents: integer(env, 'QUARANTINE_MAX_EVENTS', 100_000, 1, 100_000_000),
+    quarantineMaxBytes: integer(env, 'QUARANTINE_MAX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 4),
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
     liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),

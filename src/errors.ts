@@ -12,6 +12,8 @@ export const ERRORS = {
   bot_id_invalid: { status: 400, message: '"botId" must be a UUID.' },
   invalid_gzip: { status: 400, message: 'The gzip body could not be decompressed.' },
   bad_request: { status: 400, message: 'The request is invalid.' },
+  too_many_profiles: { status: 400, message: '"users" holds more profiles than a request may carry (MAX_PROFILES_PER_REQUEST).' },
+  storage_refused: { status: 400, message: 'The database refused to store these events; nothing of this request was stored.' },
   // 401: who is calling could not be established.
   api_key_missing: { status: 401, message: 'The X-API-Key header is missing.' },
   api_key_invalid: { status: 401, message: 'The API key is unknown or revoked.' },

@@ -76,6 +76,9 @@ async function main(): Promise<void> {
         process.exit(1);
       });
   };
+  // A promise no code awaited failed: a bug, logged. Node would end the process, and with it every
+  // request in flight, for what one request's data caused.
+  process.on('unhandledRejection', (err: unknown) => log.error({ err }, 'unhandled rejection (a bug; the service goes on)'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 

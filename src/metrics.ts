@@ -26,6 +26,10 @@ export interface Probes {
   caches(): Record<string, CacheCounts>;
   /** Pipeline tasks run so far, keyed "kind:where" (where: inline or pool). */
   tasks(): Map<string, number>;
+  /** Unauthenticated tasks waiting for the worker pool's lane of their own. */
+  laneWaiting(): number;
+  /** Rejected events not kept because their project's quarantine was full, since start. */
+  quarantineDropped(): number;
 }
 
 const SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -33,7 +37,7 @@ const ROW_BUCKETS = [10, 50, 100, 250, 500, 1000, 2000, 4000, 8000];
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export type CommitPath = 'copy' | 'staging';
-export type DbErrorKind = 'unavailable' | 'internal' | 'retry';
+export type DbErrorKind = 'unavailable' | 'refused' | 'retry';
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -74,7 +78,7 @@ export class Metrics {
     this.redeliveries = new client.Counter({ name: 'tg_ingest_commit_redeliveries_total', help: 'Group commits that met events already stored (a client resent them) and were committed again through staging.', registers: [r] });
     this.quarantined = new client.Counter({ name: 'tg_ingest_quarantined_events_total', help: 'Events put in quarantine, by error code (an event with several codes counts under each).', labelNames: ['code'], registers: [r] });
     this.replayed = new client.Counter({ name: 'tg_ingest_replayed_events_total', help: 'Quarantined events replayed, by outcome: accepted, still_rejected, duplicated.', labelNames: ['outcome'], registers: [r] });
-    this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable, internal, retry (deadlock or serialization, retried).', labelNames: ['kind'], registers: [r] });
+    this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable (the database: the writer backs off), refused (data the database would not store: the batch is split), retry (deadlock or serialization, retried).', labelNames: ['kind'], registers: [r] });
 
     new client.Gauge({ name: 'tg_ingest_pool_queue_size', help: 'Tasks waiting for a worker.', registers: [r], collect() { this.set(probes.poolQueue()); } });
     new client.Gauge({ name: 'tg_ingest_pool_utilization', help: 'Share of time the workers were busy since start (0-1).', registers: [r], collect() { this.set(probes.poolUtilization()); } });
@@ -83,10 +87,20 @@ export class Metrics {
     new client.Gauge({ name: 'tg_ingest_live_viewers', help: 'Live views open on this instance.', registers: [r], collect() { this.set(probes.liveViewers()); } });
     new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
     new client.Gauge({ name: 'tg_ingest_held_answers', help: 'auth_rate_limited answers held back for AUTH_RATE_LIMITED_DELAY_MS; bounded by AUTH_RATE_LIMITED_HELD_MAX.', registers: [r], collect() { this.set(probes.heldAnswers()); } });
+    new client.Gauge({ name: 'tg_ingest_unauthenticated_waiting', help: 'Work before authentication (signature checks, envelopes of large or compressed webapp bodies) waiting for its lane of the worker pool; bounded by INITDATA_VERIFY_QUEUE and AUTH_LOW_PRIORITY_QUEUE.', registers: [r], collect() { this.set(probes.laneWaiting()); } });
+    let droppedReported = 0;
+    new client.Counter({
+      name: 'tg_ingest_quarantine_dropped_total', help: "Rejected events not kept in quarantine because their project's quarantine held QUARANTINE_MAX_BYTES.", registers: [r],
+      collect() {
+        const n = probes.quarantineDropped();
+        this.inc(Math.max(0, n - droppedReported));
+        droppedReported = n;
+      },
+    });
     // Counted where they happen; reported as the increase since the last scrape.
     const reportedTasks = new Map<string, number>();
     new client.Counter({
-      name: 'tg_ingest_pipeline_tasks_total', help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify) and where they ran (inline on the main thread, pool).', labelNames: ['kind', 'where'], registers: [r],
+      name: 'tg_ingest_pipeline_tasks_total', help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify, verify_low_priority: a check past a failure budget, compile_plan, replay) and where they ran (inline on the main thread, pool).', labelNames: ['kind', 'where'], registers: [r],
       collect() {
         for (const [key, n] of probes.tasks()) {
           const [kind, where] = key.split(':') as [string, string];

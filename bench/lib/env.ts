@@ -134,7 +134,7 @@ export function machineLine(pgVersion: string): string {
 
 /** Metric values from the service's /metrics, by metric name and label set. */
 export async function scrape(base: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue;

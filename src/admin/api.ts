@@ -5,7 +5,9 @@ import { HttpError } from '../errors.js';
 import type { BodyReader, Handler, HttpServer, Reply, Request } from '../http/server.js';
 import type { ProjectStats } from '../ingest/stats.js';
 import { TokenBuckets } from '../limits/token-bucket.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../pipeline/decode.js';
 import { parseUuid } from '../pipeline/ids.js';
+import { deeperThan } from '../pipeline/json.js';
 import { adminTokenMatches } from './admin-token.js';
 import type { AdminStore } from './store.js';
 
@@ -49,7 +51,7 @@ const schemas = {
   }),
 };
 
-export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined): Promise<T> {
+export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined, maxDepth = DEFAULT_MAX_JSON_DEPTH): Promise<T> {
   const raw = await readBody();
   let body: unknown = empty;
   if (raw.length > 0) {
@@ -58,6 +60,7 @@ export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFuncti
     } catch {
       throw new HttpError('bad_request', { message: 'The body is not valid JSON.' });
     }
+    if (deeperThan(body, maxDepth)) throw new HttpError('bad_request', { message: `The body nests objects and arrays more than ${maxDepth} levels deep (MAX_JSON_DEPTH).`, details: { maxDepth } });
   }
   if (!validate(body)) {
     const e = validate.errors?.[0];

@@ -2,7 +2,7 @@
 import { HttpError } from '../errors.js';
 import type { HttpServer, Request } from '../http/server.js';
 import { replay, type ReplayDeps } from '../ingest/replay.js';
-import { compilePlan, MAX_PLAN_BYTES, PlanInvalid, type TrackingPlan } from '../pipeline/plans.js';
+import { MAX_PLAN_BYTES, type TrackingPlan } from '../pipeline/plans.js';
 import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from './api.js';
 import type { QualityStore } from './quality-store.js';
 import type { AdminStore } from './store.js';
@@ -49,6 +49,9 @@ export interface QualityOptions {
   guard: AdminGuard;
   hooks: AdminHooks;
   replay: Omit<ReplayDeps, 'store'>;
+  /** Compiles a plan off the main thread: null when it compiles, else the event whose schema does not. */
+  compile: (plan: TrackingPlan) => Promise<{ eventName: string; message: string } | null>;
+  maxJsonDepth: number;
 }
 
 export function mountQuality(server: HttpServer, projects: AdminStore, store: QualityStore, o: QualityOptions): void {
@@ -64,12 +67,10 @@ export function mountQuality(server: HttpServer, projects: AdminStore, store: Qu
       const projectId = await project(req);
       const raw = await rb();
       if (raw.byteLength > MAX_PLAN_BYTES) throw new HttpError('bad_request', { message: `The plan is ${raw.byteLength} bytes; at most ${MAX_PLAN_BYTES} are allowed.`, details: { maxBytes: MAX_PLAN_BYTES } });
-      const plan = await jsonBody<TrackingPlan>(async () => raw, planShape);
-      try {
-        compilePlan(plan);
-      } catch (err) {
-        if (err instanceof PlanInvalid) throw new HttpError('bad_request', { message: `The schema of event ${JSON.stringify(err.eventName.slice(0, 64))} does not compile: ${err.message}`, details: { eventName: err.eventName, error: err.message } });
-        throw err;
+      const plan = await jsonBody<TrackingPlan>(async () => raw, planShape, undefined, o.maxJsonDepth);
+      const invalid = await o.compile(plan);
+      if (invalid !== null) {
+        throw new HttpError('bad_request', { message: `The schema of event ${JSON.stringify(invalid.eventName.slice(0, 64))} does not compile: ${invalid.message}`, details: { eventName: invalid.eventName, error: invalid.message } });
       }
       const stored = await store.putPlan(projectId, plan);
       hooks.trackingPlanChanged(projectId);

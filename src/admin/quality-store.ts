@@ -1,5 +1,7 @@
 // Tracking plans and the quarantine in PostgreSQL: what the admin API reads and writes.
 import type { Sql } from '../db/connect.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../pipeline/decode.js';
+import { deeperThan } from '../pipeline/json.js';
 import type { Diagnostic } from '../pipeline/diagnostics.js';
 import type { TrackingPlan } from '../pipeline/plans.js';
 
@@ -45,13 +47,25 @@ interface ItemRow {
   truncated: boolean;
 }
 
+export interface SummaryEntry {
+  code: string;
+  count: number;
+  /** Only on quarantine_full. */
+  warning?: string;
+}
+
 export interface QuarantineFilter {
   code?: string | undefined;
   ids?: number[] | undefined;
 }
 
+/** What one page of the quarantine list, and one replay, read at most (the events' JSON as kept; at least one event). */
+export const LIST_MAX_BYTES = 8 * 1024 * 1024;
+export const REPLAY_MAX_BYTES = 64 * 1024 * 1024;
+
 export class QualityStore {
-  constructor(private readonly sql: Sql) {}
+  /** `maxDepth`: events kept before MAX_JSON_DEPTH bounded bodies may nest deeper; those are listed as text. */
+  constructor(private readonly sql: Sql, private readonly maxDepth = DEFAULT_MAX_JSON_DEPTH) {}
 
   async putPlan(projectId: string, plan: TrackingPlan): Promise<StoredPlan> {
     const [r] = await this.sql<{ version: number; updated_at: Date }[]>`
@@ -75,13 +89,21 @@ export class QualityStore {
 
   /** Newest first; `before` is the id to continue below. */
   async listQuarantine(projectId: string, f: { code?: string | undefined; before?: number | undefined; limit: number }): Promise<{ items: QuarantineItem[]; next: number | null }> {
-    const rows = await this.sql<ItemRow[]>`
-      SELECT id, event_id, received_at, channel, bot_id, user_id, diagnostics, event, truncated FROM quarantine
-      WHERE project_id = ${projectId}
-        ${f.code === undefined ? this.sql`` : this.sql`AND codes @> ARRAY[${f.code}]::text[]`}
-        ${f.before === undefined ? this.sql`` : this.sql`AND id < ${f.before}`}
-      ORDER BY id DESC LIMIT ${f.limit + 1}`;
-    const items = rows.slice(0, f.limit).map((r) => ({
+    // A page ends after LIST_MAX_BYTES of events: a reply of a thousand 64 KiB events would be 64 MiB.
+    const page = await this.sql<(ItemRow & { total: string })[]>`
+      SELECT * FROM (
+        SELECT id, event_id, received_at, channel, bot_id, user_id, diagnostics, event, truncated,
+          sum(octet_length(event)) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total
+        FROM quarantine
+        WHERE project_id = ${projectId}
+          ${f.code === undefined ? this.sql`` : this.sql`AND codes @> ARRAY[${f.code}]::text[]`}
+          ${f.before === undefined ? this.sql`` : this.sql`AND id < ${f.before}`}
+        ORDER BY id DESC LIMIT ${f.limit + 1}
+      ) q ORDER BY id DESC`;
+    let kept = 0;
+    while (kept < page.length && (kept === 0 || Number(page[kept]!.total) <= LIST_MAX_BYTES)) kept++;
+    const limit = Math.min(f.limit, kept);
+    const items = page.slice(0, limit).map((r) => ({
       id: Number(r.id),
       eventId: r.event_id,
       receivedAt: r.received_at.toISOString(),
@@ -89,27 +111,56 @@ export class QualityStore {
       botId: r.bot_id,
       userId: r.user_id,
       diagnostics: r.diagnostics,
-      event: r.truncated ? r.event : JSON.parse(r.event),
+      event: r.truncated ? r.event : this.shown(r.event),
       truncated: r.truncated,
     }));
-    return { items, next: rows.length > f.limit ? items[items.length - 1]!.id : null };
+    return { items, next: page.length > limit ? items[items.length - 1]!.id : null };
   }
 
-  async summary(projectId: string): Promise<{ code: string; count: number }[]> {
-    const rows = await this.sql<{ code: string; count: number }[]>`
-      SELECT code, count(*)::int AS count FROM quarantine, unnest(codes) AS code
-      WHERE project_id = ${projectId} GROUP BY code ORDER BY count DESC, code`;
-    return rows.map((r) => ({ code: r.code, count: r.count }));
+  /** The event as sent, parsed; as its text when it nests deeper than a body may now (kept before the bound). */
+  private shown(event: string): unknown {
+    const value: unknown = JSON.parse(event);
+    return deeperThan(value, this.maxDepth) ? event : value;
+  }
+
+  /**
+   * Quarantined events per error code; and, when the project's quarantine was full
+   * (QUARANTINE_MAX_BYTES), a `quarantine_full` entry: the rejected events not kept since the
+   * quarantine was last cleared, with a warning.
+   */
+  async summary(projectId: string): Promise<SummaryEntry[]> {
+    const [rows, [usage]] = await Promise.all([
+      this.sql<{ code: string; count: number }[]>`
+        SELECT code, count(*)::int AS count FROM quarantine, unnest(codes) AS code
+        WHERE project_id = ${projectId} GROUP BY code ORDER BY count DESC, code`,
+      this.sql<{ dropped: string; bytes: string; last: Date | null }[]>`
+        SELECT sum(dropped) AS dropped, sum(bytes) AS bytes, max(dropped_last_at) AS last FROM quarantine_usage WHERE project_id = ${projectId}`,
+    ]);
+    const out: SummaryEntry[] = rows.map((r) => ({ code: r.code, count: r.count }));
+    const dropped = Number(usage?.dropped ?? 0);
+    if (dropped > 0) {
+      out.push({
+        code: 'quarantine_full', count: dropped,
+        warning: `The quarantine held its QUARANTINE_MAX_BYTES (it holds ${Number(usage!.bytes)} bytes now): ${dropped} rejected events were not kept, the last at ${usage!.last?.toISOString() ?? 'an unknown time'}. Replay or delete quarantined events to make room.`,
+      });
+    }
+    return out;
   }
 
   /** The events a replay takes, oldest first, at most `limit`. */
   async quarantined(projectId: string, f: QuarantineFilter, limit: number): Promise<QuarantineRow[]> {
+    // At most REPLAY_MAX_BYTES of events (at least one) are held at once; the rest wait for the next replay.
     const rows = await this.sql<{ id: string; bot_id: string; channel: 'bot_api' | 'webapp'; connection_id: string; user_id: string | null; event: string; truncated: boolean }[]>`
-      SELECT id, bot_id, channel, connection_id, user_id, event, truncated FROM quarantine
-      WHERE project_id = ${projectId}
-        ${f.code === undefined ? this.sql`` : this.sql`AND codes @> ARRAY[${f.code}]::text[]`}
-        ${f.ids === undefined ? this.sql`` : this.sql`AND id = ANY(${f.ids}::bigint[])`}
-      ORDER BY id LIMIT ${limit}`;
+      SELECT id, bot_id, channel, connection_id, user_id, event, truncated FROM (
+        SELECT id, bot_id, channel, connection_id, user_id, event, truncated,
+          sum(octet_length(event)) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS total,
+          row_number() OVER (ORDER BY id) AS n
+        FROM quarantine
+        WHERE project_id = ${projectId}
+          ${f.code === undefined ? this.sql`` : this.sql`AND codes @> ARRAY[${f.code}]::text[]`}
+          ${f.ids === undefined ? this.sql`` : this.sql`AND id = ANY(${f.ids}::bigint[])`}
+        ORDER BY id LIMIT ${limit}
+      ) q WHERE total <= ${REPLAY_MAX_BYTES} OR n = 1 ORDER BY id`;
     return rows.map((r) => ({ id: Number(r.id), botId: r.bot_id, channel: r.channel, connectionId: r.connection_id, userId: r.user_id, event: r.event, truncated: r.truncated }));
   }
 
@@ -128,7 +179,10 @@ export class QualityStore {
   }
 
   async clear(projectId: string, code: string | undefined): Promise<void> {
-    if (code === undefined) await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId}`;
+    if (code === undefined) {
+      await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId}`;
+      await this.sql`UPDATE quarantine_usage SET dropped = 0 WHERE project_id = ${projectId} AND dropped <> 0`;
+    }
     else await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId} AND codes @> ARRAY[${code}]::text[]`;
   }
 

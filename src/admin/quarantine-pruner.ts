@@ -10,6 +10,8 @@ export interface PruneOptions {
   maxEvents: number;
   retentionDays: number;
   everyMs: number;
+  /** Runs with each prune: the counts of events dropped over QUARANTINE_MAX_BYTES reach the database. */
+  flushDropped?: () => Promise<void>;
 }
 
 export class QuarantinePruner {
@@ -33,6 +35,7 @@ export class QuarantinePruner {
   }
 
   private prune(): void {
+    this.o.flushDropped?.().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'counting dropped quarantine events failed'));
     if (this.pruning) return;
     this.pruning = true;
     const projects = this.since === null ? null : [...this.since];

@@ -2,7 +2,7 @@
 // the pipeline (quota, worker pool, credential lookups, the writer) mapped to codes of the error table.
 import { LookupFailed } from '../auth/refreshing-cache.js';
 import { ERRORS, HttpError } from '../errors.js';
-import { PoolOverloaded } from '../ingest/pool.js';
+import { PoolOverloaded, TaskFailed } from '../worker/pool.js';
 import { QuotaRefusal } from '../limits/quota.js';
 import { WriteError } from '../writer/sink.js';
 import type { Reply } from './server.js';
@@ -19,11 +19,12 @@ function toHttpError(err: unknown): HttpError | null {
       case 'settling': return new HttpError('unavailable', { message: 'Events near the end of the allowance are still being committed; retry shortly.', retryAfterS: 1 });
     }
   }
+  if (err instanceof TaskFailed && err.byInput) return new HttpError('bad_request', { message: 'The body could not be processed: it is too large or too deeply nested for this service.' });
   if (err instanceof PoolOverloaded) return new HttpError('overloaded', { message: 'The service is overloaded; retry shortly.', retryAfterS: 1 });
   if (err instanceof LookupFailed) return new HttpError('unavailable', { message: `The ${err.what} could not be checked right now; retry shortly.`, retryAfterS: 2 });
   if (err instanceof WriteError) {
     switch (err.kind) {
-      case 'internal': return new HttpError('internal', { message: 'The database refused these events; this is a bug in the service, please report it.' });
+      case 'refused': return new HttpError('storage_refused', { message: `The database refused to store these events; nothing of this request was stored. ${err.message}`, details: { sqlstate: err.sqlstate ?? null } });
       case 'overloaded': return new HttpError('overloaded', { message: 'Too many events are waiting for the database; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
       case 'unavailable': return new HttpError('unavailable', { message: 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', retryAfterS: 1 });
     }

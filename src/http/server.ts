@@ -3,7 +3,7 @@
 // request object is only valid synchronously, so what a handler needs is copied out first, and
 // nothing a client sent may throw out of a uWS callback (that would end the process).
 import { randomUUID } from 'node:crypto';
-import { HttpError, STATUS_TEXT } from '../errors.js';
+import { ERRORS, HttpError, STATUS_TEXT } from '../errors.js';
 import { clientAddress } from './client-address.js';
 import { type BodyBudget } from './body-budget.js';
 import { Aborted, replyFor } from './replies.js';
@@ -187,8 +187,14 @@ export class HttpServer {
       if (aborted) return;
       const send = () => {
         if (aborted) return;
-        this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
-        this.opts.onReply?.(req, reply, performance.now() - started);
+        try {
+          this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
+          this.opts.onReply?.(req, reply, performance.now() - started);
+        } catch (err) {
+          // Only a bug gets here (the reply is built and serialised above): logged, never thrown
+          // out of a promise callback where it would end the process.
+          this.opts.onError?.(req, err);
+        }
       };
       if (reply.late === true && this.opts.tarpit !== undefined) this.opts.tarpit.hold(send);
       else send();
@@ -199,16 +205,29 @@ export class HttpServer {
     } catch (err) {
       result = Promise.reject(err);
     }
-    Promise.resolve(result).then(finish, (err: unknown) => {
-      const reply = replyFor(err);
-      if (reply.status === 500) this.opts.onError?.(req, err);
-      finish(reply);
-    });
+    Promise.resolve(result)
+      .then(finish, (err: unknown) => {
+        const reply = replyFor(err);
+        if (reply.status === 500) this.opts.onError?.(req, err);
+        finish(reply);
+      })
+      .catch((err: unknown) => this.opts.onError?.(req, err));
   }
 
-  private write(res: HttpResponse, req: Request, reply: Reply, close: boolean): void {
-    const text = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
-    const body = typeof text === 'string' ? Buffer.from(text) : text;
+  /** The reply's body as bytes; a body that cannot be serialised (a cycle, a stack overflow) is this request's 500. */
+  private serialise(req: Request, reply: Reply): { reply: Reply; body: Uint8Array } {
+    try {
+      const text = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
+      return { reply, body: typeof text === 'string' ? Buffer.from(text) : text };
+    } catch (err) {
+      this.opts.onError?.(req, err);
+      const failed: Reply = { status: 500, body: { error: 'internal', message: ERRORS.internal.message } };
+      return { reply: failed, body: Buffer.from(JSON.stringify(failed.body)) };
+    }
+  }
+
+  private write(res: HttpResponse, req: Request, built: Reply, close: boolean): void {
+    const { reply, body } = this.serialise(req, built);
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
       if (reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');

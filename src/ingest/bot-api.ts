@@ -2,16 +2,17 @@
 // a per-bot token in X-API-Key. Order of checks: headers, token, rate limit (before any body work),
 // bot settings, quota, then the body.
 import type { TokenResolver } from '../auth/api-tokens.js';
+import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
 import { HttpError } from '../errors.js';
 import { replyFor } from '../http/replies.js';
 import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { commitBatch, type CommitDeps } from './commit.js';
-import { refuseCheaply, resolveCredential } from './credential-checks.js';
 import { checkContentType, isGzip } from './headers.js';
+import type { IngestPool } from '../worker/pool.js';
+import type { IngestLimits } from '../worker/tasks.js';
 import type { PlanCache } from './plans.js';
-import type { IngestPool } from './pool.js';
 
 /** What both endpoints ask before normalizing: the plan in force, and whether someone watches. */
 export interface QualityDeps {
@@ -25,7 +26,7 @@ export interface BotApiDeps extends CommitDeps, QualityDeps {
   buckets: TokenBuckets;
   authFailures: AuthFailures;
   pool: IngestPool;
-  maxBodyBytes: number;
+  limits: IngestLimits;
   /** True while shutting down: new requests are turned away (with their RateLimit-* headers). */
   closing: () => boolean;
   onRateLimited?: () => void;
@@ -70,7 +71,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       const receivedAt = new Date().toISOString();
       const connection = `token:${token.tokenId}`;
       const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
-      const result = await deps.pool.botApi(body, gzip, deps.maxBodyBytes, ctx);
+      const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
       if (!result.ok) throw HttpError.from(result.refusal);
       return commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
     }

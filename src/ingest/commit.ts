@@ -1,9 +1,13 @@
 // The last stage both endpoints share: reserve quota, hand the rows to the sink, and answer 202
 // only once they are committed.
+import { HttpError } from '../errors.js';
+import type { BodyBudget } from '../http/body-budget.js';
 import type { Reply } from '../http/server.js';
 import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';
 import type { BatchResult } from '../pipeline/batch.js';
+import { MAX_DIAGNOSTICS } from '../pipeline/diagnostics.js';
+import type { QuarantineBudget } from '../quality/quarantine-budget.js';
 import type { EventSink, WriteOutcome } from '../writer/sink.js';
 
 export interface ResponseBody {
@@ -40,11 +44,28 @@ export interface CommitTarget {
 export interface CommitDeps {
   quota: Quota;
   sink: EventSink;
+  /** MAX_INFLIGHT_BODY_BYTES, shared with the HTTP front: what a request derived from its body counts too. */
+  bodyBudget: BodyBudget;
+  quarantineBudget: QuarantineBudget;
   /** After every batch, committed (with its outcome) or rejected whole (null). */
   onOutcome?: (target: CommitTarget, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }
 
-export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: CommitTarget): Promise<Reply> {
+/** The batch without its quarantine, which the project's QUARANTINE_MAX_BYTES has no room for. */
+function withoutQuarantine(b: BatchResult): BatchResult {
+  const diagnostics = b.diagnostics.length < MAX_DIAGNOSTICS
+    ? [...b.diagnostics, { event_id: null, code: 'quarantine_full' as const, severity: 'warning' as const, path: 'quarantine', message: `the project's quarantine is full (QUARANTINE_MAX_BYTES); ${b.quarantineCount} rejected events were not kept` }]
+    : b.diagnostics;
+  const diagnosticCounts = { ...b.diagnosticCounts, 'quarantine_full/warning': 1 };
+  return { ...b, quarantine: new Uint8Array(0), quarantineCount: 0, quarantineCodes: {}, diagnostics, diagnosticCounts, diagnosticsTruncated: b.diagnosticsTruncated || diagnostics === b.diagnostics };
+}
+
+export async function commitBatch(deps: CommitDeps, result: BatchResult, t: CommitTarget): Promise<Reply> {
+  let batch = result;
+  if (batch.quarantineCount > 0 && !(await deps.quarantineBudget.admit(t.projectId, batch.quarantine.byteLength))) {
+    deps.quarantineBudget.drop(t.projectId, batch.quarantineCount);
+    batch = withoutQuarantine(batch);
+  }
   // Resending a batch whose every event was rejected can never succeed: 400 with the normal body
   // (once its rejected events are in quarantine).
   const status = batch.accepted === 0 ? 400 : 202;
@@ -52,30 +73,24 @@ export async function commitBatch(deps: CommitDeps, batch: BatchResult, t: Commi
     deps.onOutcome?.(t, batch, null);
     return { status, body: responseBody(batch, 0) };
   }
-  const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
-  let outcome: WriteOutcome;
-  try {
-    outcome = await deps.sink.submit({
-      projectId: t.projectId,
-      botId: t.botId,
-      connection: t.connection,
-      receivedAt: t.receivedAt,
-      rows: batch.rows,
-      rowCount: batch.rowCount,
-      actions: batch.actions,
-      userIds: batch.userIds,
-      profiles: batch.profiles,
-      authoritativeProfiles: t.authoritativeProfiles,
-      bot: batch.bot,
-      recheck: batch.recheck,
-      quarantine: batch.quarantine,
-      quarantineCount: batch.quarantineCount,
-    });
-  } catch (err) {
-    deps.quota.release(reservation);
-    throw err;
+  // The rows and the quarantine copies (and an inflated body) are held until the commit settles.
+  const derived = batch.rows.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
+  if (!deps.bodyBudget.take(derived)) {
+    throw new HttpError('overloaded', { message: 'The service holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
   }
-  deps.quota.settle(reservation, outcome.billed);
-  deps.onOutcome?.(t, batch, outcome);
-  return { status, body: responseBody(batch, outcome.storedNotBilled) };
+  try {
+    const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
+    let outcome: WriteOutcome;
+    try {
+      outcome = await deps.sink.submit({ ...batch, projectId: t.projectId, botId: t.botId, connection: t.connection, receivedAt: t.receivedAt, authoritativeProfiles: t.authoritativeProfiles });
+    } catch (err) {
+      deps.quota.release(reservation);
+      throw err;
+    }
+    deps.quota.settle(reservation, outcome.billed);
+    deps.onOutcome?.(t, batch, outcome);
+    return { status, body: responseBody(batch, outcome.storedNotBilled) };
+  } finally {
+    deps.bodyBudget.release(derived);
+  }
 }

@@ -6,9 +6,8 @@ import type { QualityStore, QuarantineFilter, QuarantineRow } from '../admin/qua
 import type { Sql } from '../db/connect.js';
 import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';
-import { type BatchContext, type BatchResult, processBotApiBatch, processWebappBatch } from '../pipeline/batch.js';
+import type { BatchContext, Rechecked } from '../pipeline/batch.js';
 import type { Diagnostic } from '../pipeline/diagnostics.js';
-import { parseUuid } from '../pipeline/ids.js';
 import type { EventSink, WriteOutcome } from '../writer/sink.js';
 import type { PlanCache } from './plans.js';
 
@@ -25,34 +24,18 @@ export interface ReplayDeps {
   sink: EventSink;
   quota: Quota;
   plans: PlanCache;
+  /** Checks the events again off the main thread. */
+  recheck: (items: { event: string; truncated: boolean; ctx: BatchContext; webappUser: string | null }[]) => Promise<Rechecked[]>;
   onReplayed?: (r: ReplayResult) => void;
 }
 
 /** Events replayed per request to the admin API; the rest wait for the next one. */
 export const REPLAY_MAX = 10_000;
+/** Events checked per worker task. */
+const RECHECK_CHUNK = 500;
 
-interface Checked {
+interface Checked extends Rechecked {
   row: QuarantineRow;
-  eventId: string | null;
-  batch: BatchResult | null;
-  diagnostics: Diagnostic[];
-}
-
-function check(row: QuarantineRow, ctx: BatchContext): Checked {
-  if (row.truncated) {
-    const diagnostics: Diagnostic[] = [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message: 'the event was longer than 64 KiB when it arrived; only its beginning was kept, so it cannot be replayed' }];
-    return { row, eventId: null, batch: null, diagnostics };
-  }
-  const event: unknown = JSON.parse(row.event);
-  const eventId = parseUuid((event as { eventId?: unknown } | null)?.eventId);
-  const r = ctx.channel === 'webapp'
-    ? processWebappBatch([event], ctx, { id: row.userId ?? '0' })
-    : processBotApiBatch({ events: [event] }, ctx);
-  if (!r.ok) {
-    const diagnostics: Diagnostic[] = [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message: r.refusal.message ?? r.refusal.code }];
-    return { row, eventId, batch: null, diagnostics };
-  }
-  return { row, eventId, batch: r.batch, diagnostics: r.batch.diagnostics };
 }
 
 export async function replay(deps: ReplayDeps, projectId: string, filter: QuarantineFilter, dryRun: boolean): Promise<ReplayResult> {
@@ -61,17 +44,27 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
   const bots = new Map((await deps.sql<{ bot_id: string; messenger_bot_id: string | null }[]>`
     SELECT bot_id, messenger_bot_id FROM bots WHERE bot_id = ANY(${[...new Set(rows.map((r) => r.botId))]}::uuid[])`).map((b) => [b.bot_id, b.messenger_bot_id]));
   const receivedAt = new Date().toISOString();
+  const items = rows.map((row) => ({
+    event: row.event,
+    truncated: row.truncated,
+    webappUser: row.userId,
+    ctx: {
+      projectId, botId: row.botId, receivedAt, channel: row.channel as Channel, connection: row.connectionId, userId: row.userId,
+      messengerBotId: bots.get(row.botId) ?? null, plan,
+    } satisfies BatchContext,
+  }));
+  const checked: Checked[] = [];
+  for (let i = 0; i < items.length; i += RECHECK_CHUNK) {
+    const results = await deps.recheck(items.slice(i, i + RECHECK_CHUNK));
+    results.forEach((r, k) => checked.push({ ...r, row: rows[i + k]! }));
+  }
   const seen = new Set<string>();
   const result: ReplayResult = { replayed: rows.length, accepted: 0, stillRejected: 0, duplicated: 0 };
   const accepted: Checked[] = [];
   const duplicated: number[] = [];
   const stillRejected: { id: number; diagnostics: Diagnostic[] }[] = [];
-  for (const row of rows) {
-    const ctx: BatchContext = {
-      projectId, botId: row.botId, receivedAt, channel: row.channel as Channel, connection: row.connectionId, userId: row.userId,
-      messengerBotId: bots.get(row.botId) ?? null, plan,
-    };
-    const c = check(row, ctx);
+  for (const c of checked) {
+    const row = c.row;
     if (c.batch === null || c.batch.accepted === 0) stillRejected.push({ id: row.id, diagnostics: c.diagnostics });
     else if (c.eventId !== null && seen.has(c.eventId)) duplicated.push(row.id);
     else {

@@ -7,7 +7,7 @@ import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './co
 import { diagnosticId, normalizeEvent } from './event.js';
 import { checkPlan, type PlanRef } from './plans.js';
 import { parseUuid } from './ids.js';
-import { isObject } from './json.js';
+import { deeperThan, isObject } from './json.js';
 import { parseBotSnapshot, parseProfiles } from './profiles.js';
 
 export const MAX_EVENTS = 1000;
@@ -42,6 +42,8 @@ export interface BatchResult {
    * received in an earlier month, whose partition the writer checks for them.
    */
   recheck: string[];
+  /** Bytes of the decompressed body when it came compressed (0 otherwise): held while the request is, like its rows. */
+  inflatedBytes: number;
 }
 
 export type LiveStatus = 'accepted' | 'rejected' | 'duplicated';
@@ -202,17 +204,26 @@ function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles:
     quarantineCodes: r.quarantineCodes,
     live: r.live,
     recheck: r.recheck,
+    inflatedBytes: 0,
   };
 }
 
 /** Room for the rows of `events` events: about what their JSON takes, plus the columns we add. */
 const sizeHint = (events: unknown[], bodyBytes: number) => bodyBytes + events.length * 160;
 
+/** Profiles a bot_api request may carry, by default (MAX_PROFILES_PER_REQUEST): as many as events. */
+export const MAX_PROFILES = 1000;
+
+function checkProfilesCount(users: unknown, max: number): Refusal | null {
+  if (!Array.isArray(users) || users.length <= max) return null;
+  return { code: 'too_many_profiles', message: `"users" holds ${users.length} profiles; at most ${max} are allowed per request.`, details: { count: users.length, max } };
+}
+
 /** bot_api: `{events, users?, bot?, version?}`; `bodyBytes` sizes the row buffer. */
-export function processBotApiBatch(body: unknown, ctx: BatchContext, bodyBytes = 0): BatchOutcome {
+export function processBotApiBatch(body: unknown, ctx: BatchContext, bodyBytes = 0, maxProfiles = MAX_PROFILES): BatchOutcome {
   if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
   if (body.version !== undefined && body.version !== '1') return { ok: false, refusal: { code: 'unsupported_version' } };
-  const bad = checkEventsArray(body.events) ?? checkParseTime(body.events as unknown[]);
+  const bad = checkEventsArray(body.events) ?? checkParseTime(body.events as unknown[]) ?? checkProfilesCount(body.users, maxProfiles);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
   const r = runEvents(body.events as unknown[], ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
@@ -230,18 +241,25 @@ export function processWebappBatch(events: unknown, ctx: BatchContext, user: Use
   return { ok: true, batch: finish(diag, r, [user], null) };
 }
 
-/** What the webapp endpoint must know before anything else: which bot, and the signed session. */
-export interface WebappEnvelope {
-  botId: string;
-  /** null when missing or empty: refused once the bot is known (its checks come first). */
-  initData: string | null;
+/** A quarantined event checked again (replay): the batch of that one event, or why it is still rejected. */
+export interface Rechecked {
+  eventId: string | null;
+  batch: BatchResult | null;
+  diagnostics: Diagnostic[];
 }
 
-/** The envelope of a parsed webapp body, or the refusal of a body that has none. */
-export function readWebappEnvelope(body: unknown): { ok: true; envelope: WebappEnvelope } | { ok: false; refusal: Refusal } {
-  if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
-  const botId = parseUuid(body.botId);
-  if (botId === null) return { ok: false, refusal: { code: 'bot_id_invalid' } };
-  const initData = isObject(body.auth) ? body.auth.initData : undefined;
-  return { ok: true, envelope: { botId, initData: typeof initData === 'string' && initData.trim() !== '' ? initData : null } };
+const stillInvalid = (message: string): Diagnostic[] => [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message }];
+
+/** Runs a quarantined event (its JSON as kept) through the pipeline again, as if it arrived now on its channel. */
+export function recheckQuarantined(event: string, truncated: boolean, ctx: BatchContext, webappUser: string | null, maxDepth: number): Rechecked {
+  if (truncated) return { eventId: null, batch: null, diagnostics: stillInvalid('the event was longer than 64 KiB when it arrived; only its beginning was kept, so it cannot be replayed') };
+  const raw: unknown = JSON.parse(event);
+  // Kept before MAX_JSON_DEPTH bounded bodies: it could not be shown or stored safely.
+  if (deeperThan(raw, maxDepth - 2)) return { eventId: null, batch: null, diagnostics: stillInvalid(`the event nests deeper than MAX_JSON_DEPTH (${maxDepth}) allows in a body`) };
+  const eventId = parseUuid((raw as { eventId?: unknown } | null)?.eventId);
+  const r = ctx.channel === 'webapp'
+    ? processWebappBatch([raw], ctx, { id: webappUser ?? '0' })
+    : processBotApiBatch({ events: [raw] }, ctx);
+  if (!r.ok) return { eventId, batch: null, diagnostics: stillInvalid(r.refusal.message ?? r.refusal.code) };
+  return { eventId, batch: r.batch, diagnostics: r.batch.diagnostics };
 }

@@ -67,6 +67,8 @@ export class RowBuffer {
   }
 
   bytes(): Uint8Array {
+    // An empty view would still carry (and a thread message copy) the whole slab under it.
+    if (this.len === 0) return new Uint8Array(0);
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }

@@ -29,6 +29,7 @@ export const DIAGNOSTICS = {
   schema_violation: { severity: 'error', description: "The event breaks its schema in the project's tracking plan: an error (the event is rejected and quarantined) under mode block, a warning (stored) under mode warn." },
   event_unplanned: { severity: 'error', description: "The event's name is not in the project's tracking plan: an error under unplannedEvents block, a warning under warn, nothing under allow." },
   bot_snapshot_mismatch: { severity: 'warning', description: "The bot snapshot names a messengerBotId other than the bot's configured one (set with the admin API only); it was ignored." },
+  quarantine_full: { severity: 'warning', description: "The project's quarantine holds QUARANTINE_MAX_BYTES; this request's rejected events were answered as usual but not kept (counted in the admin summary)." },
 } as const satisfies Record<string, { severity: Severity; description: string }>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTICS;

@@ -1,6 +1,7 @@
 // The canonical field registry: `tg.<field>` properties of platform-origin events that are
 // promoted into the "$tg" section. One typed table; the bucket a field must arrive in is its type.
 // Fields follow the messenger's Bot API objects that a bot analytics product reports on.
+import { hash } from 'node:crypto';
 
 export type FieldType = 'string' | 'long' | 'float' | 'bool';
 
@@ -87,9 +88,22 @@ export const TG_PREFIX = 'tg.';
  */
 export const ACTION_FIELDS: ReadonlySet<string> = new Set(['telegram_payment_charge_id', 'chat_id', 'message_id', 'update_id']);
 
+/**
+ * Action keys are btree keys (billing_actions, billing_free_reports): one longer than this many
+ * UTF-8 bytes is stored as its SHA-256 instead, so that no string a client sends can make an index
+ * row too large for PostgreSQL (a 4 KiB charge id did, and failed every request of its commit).
+ */
+export const ACTION_KEY_MAX_BYTES = 256;
+
+function bounded(key: string): string {
+  if (key.length * 3 <= ACTION_KEY_MAX_BYTES || Buffer.byteLength(key) <= ACTION_KEY_MAX_BYTES) return key;
+  const kind = key.slice(0, key.indexOf(':'));
+  return `${kind}:sha256:${hash('sha256', key, 'base64url')}`;
+}
+
 export function actionKey(tg: Record<string, unknown>): string | null {
   const charge = tg.telegram_payment_charge_id;
-  if (typeof charge === 'string' && charge !== '') return `payment:${charge}`;
+  if (typeof charge === 'string' && charge !== '') return bounded(`payment:${charge}`);
   const chat = tg.chat_id;
   const message = tg.message_id;
   if (typeof chat === 'number' && typeof message === 'number') return `message:${chat}:${message}`;

@@ -37,7 +37,7 @@ export interface WriterOptions {
   onCommit?: (info: CommitInfo) => void;
   /** A batch met stored rows and was redone through staging: ordinary redelivery, not an error. */
   onRedelivery?: () => void;
-  onError?: (err: unknown, kind: 'unavailable' | 'internal' | 'retry') => void;
+  onError?: (err: unknown, kind: 'unavailable' | 'refused' | 'retry') => void;
 }
 
 interface Pending {
@@ -55,6 +55,9 @@ interface Slot {
 }
 
 class Timeout extends Error {}
+
+/** What a request holds of the writer's bound: its rows and its quarantined events. */
+const rowsOf = (req: WriteRequest) => req.rowCount + req.quarantineCount;
 
 /** How long a cancelled commit may take to report what became of it. */
 const CANCEL_SETTLE_MS = 5000;
@@ -103,13 +106,14 @@ export class GroupCommitWriter implements EventSink {
   submit(req: WriteRequest): Promise<WriteOutcome> {
     if (this.closed) return Promise.reject(new WriteError('unavailable', 'the writer is closed'));
     if (performance.now() < this.downUntil) return Promise.reject(new WriteError('unavailable', 'the database is unavailable'));
-    if (this.heldRows + req.rowCount > this.opts.maxQueuedRows && this.heldRows > 0) {
+    const rows = rowsOf(req);
+    if (this.heldRows + rows > this.opts.maxQueuedRows && this.heldRows > 0) {
       return Promise.reject(new WriteError('overloaded', `more than ${this.opts.maxQueuedRows} rows are waiting for the database`));
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ req, enqueuedAt: performance.now(), resolve, reject });
-      this.heldRows += req.rowCount;
-      this.waitingRows += req.rowCount;
+      this.heldRows += rows;
+      this.waitingRows += rows;
       this.kick();
     });
   }
@@ -135,8 +139,8 @@ export class GroupCommitWriter implements EventSink {
     const limit = performance.now() - this.opts.writeTimeoutMs;
     while (this.queue.length > 0 && this.queue[0]!.enqueuedAt < limit) {
       const p = this.queue.shift()!;
-      this.heldRows -= p.req.rowCount;
-      this.waitingRows -= p.req.rowCount;
+      this.heldRows -= rowsOf(p.req);
+      this.waitingRows -= rowsOf(p.req);
       p.reject(new WriteError('overloaded', `waited ${this.opts.writeTimeoutMs} ms for a database connection`));
     }
     this.notifyIdle();
@@ -161,9 +165,9 @@ export class GroupCommitWriter implements EventSink {
       }
       const batch: Pending[] = [];
       let rows = 0;
-      while (this.queue.length > 0 && (batch.length === 0 || rows + this.queue[0]!.req.rowCount <= this.opts.batchMaxRows)) {
+      while (this.queue.length > 0 && (batch.length === 0 || rows + rowsOf(this.queue[0]!.req) <= this.opts.batchMaxRows)) {
         const p = this.queue.shift()!;
-        rows += p.req.rowCount;
+        rows += rowsOf(p.req);
         batch.push(p);
       }
       this.waitingRows -= rows;
@@ -184,7 +188,11 @@ export class GroupCommitWriter implements EventSink {
     for (const w of waiters) w();
   }
 
-  /** Commits a batch, splitting it when one request's rows are refused so the others still commit. */
+  /**
+   * Commits a batch. When the database refuses its data, the batch is halved and each half
+   * committed on its own, down to single requests: one request's rows cannot sink the others, and
+   * finding it costs about 2·log2(requests) commits.
+   */
   private async runBatch(slot: Slot, batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -193,15 +201,21 @@ export class GroupCommitWriter implements EventSink {
         return;
       } catch (err) {
         const kind = err instanceof Timeout ? 'unavailable' : classify(err);
-        this.opts.onError?.(err, kind === 'data' ? 'internal' : kind === 'retry' ? 'retry' : 'unavailable');
+        this.opts.onError?.(err, kind === 'data' ? 'refused' : kind === 'retry' ? 'retry' : 'unavailable');
         if (kind === 'retry' && attempt < RETRIES) continue;
         if (kind === 'data' && batch.length > 1) {
-          for (const p of batch) await this.runBatch(slot, [p]);
+          const half = Math.ceil(batch.length / 2);
+          await this.runBatch(slot, batch.slice(0, half));
+          await this.runBatch(slot, batch.slice(half));
           return;
         }
-        const internal = kind === 'data';
-        if (!internal) this.downUntil = performance.now() + DOWN_MS;
-        const error = new WriteError(internal ? 'internal' : 'unavailable', internal ? 'the database refused the rows' : 'the database is unavailable', err);
+        if (kind === 'data') {
+          const code = (err as { code?: string }).code;
+          batch[0]!.reject(new WriteError('refused', `the database refused the rows (SQLSTATE ${code}): ${(err as Error).message}`, err));
+          return;
+        }
+        this.downUntil = performance.now() + DOWN_MS;
+        const error = new WriteError('unavailable', 'the database is unavailable', err);
         for (const p of batch) p.reject(error);
         return;
       }

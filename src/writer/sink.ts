@@ -37,14 +37,21 @@ export interface WriteOutcome {
 
 /**
  * unavailable: the database could not confirm the commit (nothing is known to be stored; a retry is exact);
- * internal: the database refused the rows (a bug); overloaded: refused before anything was sent.
+ * refused: the database refused this request's rows, committed alone (resending them cannot succeed);
+ * overloaded: refused before anything was sent.
  */
-export type WriteFailure = 'unavailable' | 'internal' | 'overloaded';
+export type WriteFailure = 'unavailable' | 'refused' | 'overloaded';
 
 export class WriteError extends Error {
   constructor(readonly kind: WriteFailure, message: string, override readonly cause?: unknown) {
     super(message);
     this.name = 'WriteError';
+  }
+
+  /** The database's SQLSTATE, when it answered with an error. */
+  get sqlstate(): string | undefined {
+    const code = (this.cause as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
   }
 }
 

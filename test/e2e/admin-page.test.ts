@@ -99,7 +99,7 @@ async function attrs(locator: Locator, name: string): Promise<(string | null)[]>
 
 /** How many live views the service has open, as /metrics tells. */
 async function liveViewers(): Promise<number> {
-  const m = /^tg_ingest_live_viewers (\d+)/m.exec((await call(`${srv.url}/metrics`)).text);
+  const m = /^tg_ingest_live_viewers (\d+)/m.exec((await admin(srv.url, 'GET', '/metrics')).text);
   return m ? Number(m[1]) : NaN;
 }
 

@@ -39,7 +39,7 @@ function postA(body: unknown, headers: Record<string, string> = {}, path = '/tg/
 
 /** One scrape of /metrics: the value of a series, 0 while it has not appeared. */
 async function metrics(): Promise<(series: string) => number> {
-  const r = await call(`${srv.url}/metrics`);
+  const r = await admin(srv.url, 'GET', '/metrics');
   expect(r.status).toBe(200);
   const values = new Map(r.text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => {
     const at = l.lastIndexOf(' ');

@@ -68,7 +68,7 @@ describe('endpoint B: success', () => {
   it('works through a large batch of 1000 events via the worker pool', async () => {
     /** One scrape of /metrics: the value of a series, 0 while it has not appeared. */
     const metrics = async (): Promise<(series: string) => number> => {
-      const m = await call(`${srv.url}/metrics`);
+      const m = await admin(srv.url, 'GET', '/metrics');
       expect(m.status).toBe(200);
       const values = new Map(m.text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => {
         const at = l.lastIndexOf(' ');
@@ -398,7 +398,7 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
     try {
       const [a, b, c] = [await provision(one.url), await provision(one.url), await provision(one.url)];
       const metric = async (name: string) => {
-        const line = (await (await fetch(`${one.url}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${name} `));
+        const line = (await (await admin(one.url, 'GET', '/metrics')).text).split('\n').find((l) => l.startsWith(`${name} `));
         return Number(line?.split(' ')[1] ?? 0);
       };
       let release!: () => void;

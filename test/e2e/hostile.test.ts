@@ -67,17 +67,24 @@ describe.each(['B', 'A'] as const)('endpoint %s', (ep) => {
     expect(r.body.error).toBe('invalid_utf8');
   });
 
-  it('deep nesting is refused or ignored, never a crash', async () => {
+  it('JSON nested deeper than MAX_JSON_DEPTH (64) is 400 invalid_json, anywhere in the body; up to it is fine', async () => {
     const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
     const top = await send(ep, deep);
-    expect(top.status).toBe(400);
-    const { id, json } = eventJson(ep, `,"extra":${deep},"propsString":{"k":${deep}}`);
-    const inEvent = await send(ep, wrap(ep, `[${json}]`));
-    expect(inEvent.status).toBe(202);
-    expect(inEvent.body.diagnostics).toEqual([
-      expect.objectContaining({ event_id: id, code: 'field_unknown', path: 'extra' }),
-      expect.objectContaining({ event_id: id, code: 'prop_value_type_invalid', path: 'props_string.k' }),
+    expect([top.status, top.body.error, top.body.details]).toEqual([400, 'invalid_json', { maxDepth: 64 }]);
+    const inEvent = await send(ep, wrap(ep, `[${eventJson(ep, `,"extra":${deep}`).json}]`));
+    expect([inEvent.status, inEvent.body.error, inEvent.body.details]).toEqual([400, 'invalid_json', { maxDepth: 64 }]);
+    expect(inEvent.body.message).toContain('MAX_JSON_DEPTH');
+    // The body is level 1, events 2, an event 3: 61 more levels make 64, one more is too many.
+    const nested = (k: number) => `${'['.repeat(k)}${']'.repeat(k)}`;
+    const atLimit = eventJson(ep, `,"extra":${nested(61)},"propsString":{"k":${nested(60)}}`);
+    const ok = await send(ep, wrap(ep, `[${atLimit.json}]`));
+    expect(ok.status, ok.text).toBe(202);
+    expect(ok.body.diagnostics).toEqual([
+      expect.objectContaining({ event_id: atLimit.id, code: 'field_unknown', path: 'extra' }),
+      expect.objectContaining({ event_id: atLimit.id, code: 'prop_value_type_invalid', path: 'props_string.k' }),
     ]);
+    const over = await send(ep, wrap(ep, `[${eventJson(ep, `,"extra":${nested(62)}`).json}]`));
+    expect([over.status, over.body.error]).toEqual([400, 'invalid_json']);
     await healthy();
   });
 
@@ -133,10 +140,16 @@ describe.each(['B', 'A'] as const)('endpoint %s', (ep) => {
   });
 
   it('a gzip bomb → 413, broken gzip → 400, other encodings → 415', async () => {
-    const bomb = gzipSync(Buffer.alloc(40 * 1024 * 1024, 0x20));
+    // On A the envelope is read first (from the inflated body's first 64 KiB): a bomb behind a valid
+    // one is 413; one without any is refused for that, before anything more is inflated.
+    const bomb = gzipSync(Buffer.concat([Buffer.from(wrap(ep, '[').slice(0, -1)), Buffer.alloc(40 * 1024 * 1024, 0x20), Buffer.from(']}')]));
     const r = await send(ep, bomb, { 'content-encoding': 'gzip' });
     expect(r.status).toBe(413);
     expect(r.body.error).toBe('payload_too_large');
+    if (ep === 'A') {
+      const bare = await send(ep, gzipSync(Buffer.alloc(40 * 1024 * 1024, 0x20)), { 'content-encoding': 'gzip' });
+      expect([bare.status, bare.body.error]).toEqual([400, 'invalid_body']);
+    }
     expect((await send(ep, Buffer.from('garbage'), { 'content-encoding': 'gzip' })).body.error).toBe('invalid_gzip');
     expect((await send(ep, '{}', { 'content-encoding': 'deflate' })).status).toBe(415);
     await healthy();

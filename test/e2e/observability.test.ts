@@ -38,7 +38,7 @@ describe('metrics', () => {
     await postB(srv.url, second, { events: [pay()] });
     for (let i = 0; i < 6; i++) await postB(srv.url, second, { events: [serverEvent()] });
 
-    const res = await call(`${srv.url}/metrics`);
+    const res = await admin(srv.url, 'GET', '/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const m = res.text;
@@ -72,7 +72,7 @@ describe('metrics', () => {
     expect(metric(m, 'process_cpu_seconds_total')).toBeGreaterThan(0);
     expect(m).toContain('nodejs_eventloop_lag_seconds');
     // A second scrape reports the same cumulative counts (the cache counter is not double-counted).
-    const again = (await call(`${srv.url}/metrics`)).text;
+    const again = (await admin(srv.url, 'GET', '/metrics')).text;
     expect(metric(again, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' })).toBe(metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' }));
   });
 });

@@ -247,7 +247,7 @@ describe('replay', () => {
     // By id, and nothing left to do.
     expect((await admin(srv.url, 'POST', url, { ids: [left[0].id] })).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
     expect((await admin(srv.url, 'POST', url, { code: 'schema_violation' })).body).toEqual({ replayed: 0, accepted: 0, stillRejected: 0, duplicated: 0 });
-    const m = (await call(`${srv.url}/metrics`)).text;
+    const m = (await admin(srv.url, 'GET', '/metrics')).text;
     expect(m).toMatch(/tg_ingest_replayed_events_total\{outcome="accepted"\} [1-9]/);
     expect(m).toMatch(/tg_ingest_quarantined_events_total\{code="schema_violation"\} [1-9]/);
   });

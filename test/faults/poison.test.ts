@@ -1,6 +1,6 @@
 // A request whose rows could break a COPY must not sink the other requests of its group commit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -100,13 +100,14 @@ describe('rows PostgreSQL refuses', () => {
       const good = Array.from({ length: 5 }, () => serverEvent());
       const poison = serverEvent({ eventName: 'poison-pill' });
       const [bad, ...ok] = await Promise.all([postB(srv.url, p.token, { events: [poison, serverEvent()] }), ...good.map((e) => postB(srv.url, p.token, { events: [e] }))]);
-      expect(bad.status).toBe(500);
-      expect(bad.body.error).toBe('internal');
+      // Refused alone too: the request's own 400, with the database's reason; never a 5xx.
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ error: 'storage_refused', details: { sqlstate: '23514' } });
       for (const r of ok) expect(r.status).toBe(202);
       for (const e of good) expect(await row(e.eventId)).toBeDefined();
       expect(await row(poison.eventId)).toBeUndefined();
-      const metrics = (await call(`${srv.url}/metrics`)).text;
-      expect(metrics).toMatch(/tg_ingest_db_errors_total\{kind="internal"\} [1-9]/);
+      const metrics = (await admin(srv.url, 'GET', '/metrics')).text;
+      expect(metrics).toMatch(/tg_ingest_db_errors_total\{kind="refused"\} [1-9]/);
       expect((await call(`${srv.url}/healthz`)).status).toBe(200);
     } finally {
       await db.sql`ALTER TABLE events DROP CONSTRAINT test_no_poison`;

@@ -70,7 +70,7 @@ class Clients {
 }
 
 async function botApi202(srv: RunningServer): Promise<number> {
-  const text = (await call(`${srv.url}/metrics`)).text;
+  const text = (await admin(srv.url, 'GET', '/metrics')).text;
   const line = text.split('\n').find((l) => l.startsWith('tg_ingest_http_requests_total{') && l.includes('endpoint="bot_api"') && l.includes('status="202"'));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }

@@ -4,7 +4,7 @@
 // Service resumes when the lock goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { call, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, postB, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -56,7 +56,7 @@ describe('a stuck database', () => {
     };
     const scraper = (async () => {
       while (Date.now() < until) {
-        heldRows = Math.max(heldRows, metric((await call(`${srv.url}/metrics`)).text, 'tg_ingest_writer_queued_rows'));
+        heldRows = Math.max(heldRows, metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_writer_queued_rows'));
         await new Promise((r) => setTimeout(r, 50));
       }
     })();

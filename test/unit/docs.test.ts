@@ -118,7 +118,7 @@ describe('README.md', () => {
 
   it('lists every tg_ingest_ metric the service registers, and no other', async () => {
     const zero = () => 0;
-    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map() });
+    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map(), laneWaiting: zero, quarantineDropped: zero });
     const registered = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => n.startsWith('tg_ingest_')));
     expect(registered.size).toBeGreaterThan(10);
     const documented = new Set<string>();
@@ -141,7 +141,7 @@ describe('README.md', () => {
     expect(values('tg_ingest_cache_requests_total', 'cache')).toEqual(cacheNames);
     // The outcomes of a replay, as the metrics count them.
     const zero = () => 0;
-    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map() });
+    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map(), laneWaiting: zero, quarantineDropped: zero });
     metrics.replay({ accepted: 1, stillRejected: 1, duplicated: 1 });
     const replayed = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'tg_ingest_replayed_events_total')!;
     expect(values('tg_ingest_replayed_events_total', 'outcome')).toEqual(replayed.values.map((v) => String(v.labels.outcome)).sort());

@@ -5,9 +5,18 @@
 // an HTTP exchange, and a flood of made-up keys would otherwise run at full speed while one of
 // keys that need a lookup is slowed. Past the budget: 429 auth_rate_limited.
 import { HttpError } from '../errors.js';
-import type { AuthFailures } from '../limits/auth-failures.js';
 
-export async function costlyCheck<T>(failures: AuthFailures, address: string, botId: string | undefined, check: () => Promise<T>, passed: (result: T) => boolean): Promise<T> {
+/** The failed-authentication budgets (limits/auth-failures.ts), per client address and per bot. */
+export interface FailureBudget {
+  /** Seconds to wait before this address (and bot, when given) may try again; 0 when it may now. */
+  retryAfterS(address: string, botId?: string): number;
+  failed(address: string, botId?: string): void;
+  /** Charges a costly check up front: 0 when charged (refund() if it passes), else the seconds to wait. */
+  charge(address: string, botId?: string): number;
+  refund(address: string, botId?: string): void;
+}
+
+export async function costlyCheck<T>(failures: FailureBudget, address: string, botId: string | undefined, check: () => Promise<T>, passed: (result: T) => boolean): Promise<T> {
   const wait = failures.charge(address, botId);
   if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
   let result: T;
@@ -22,7 +31,7 @@ export async function costlyCheck<T>(failures: AuthFailures, address: string, bo
 }
 
 /** A credential missing or refused from memory (wrong shape, known to be unknown): counted as a failure; past the budget, 429 instead. */
-export function refuseCheaply(failures: AuthFailures, address: string, refusal: HttpError): never {
+export function refuseCheaply(failures: FailureBudget, address: string, refusal: HttpError): never {
   const wait = failures.retryAfterS(address);
   if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
   failures.failed(address);
@@ -36,7 +45,7 @@ export interface CredentialResolver<T> {
 }
 
 /** The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either way. */
-export async function resolveCredential<T>(failures: AuthFailures, address: string, resolver: CredentialResolver<T>, key: string, refusal: () => HttpError): Promise<T> {
+export async function resolveCredential<T>(failures: FailureBudget, address: string, resolver: CredentialResolver<T>, key: string, refusal: () => HttpError): Promise<T> {
   if (resolver.cheap(key)) {
     const known = await resolver.resolve(key);
     if (known === null) refuseCheaply(failures, address, refusal());

@@ -1,0 +1,86 @@
+// Mini-app sessions: the user a webapp request speaks for, from initData signed with Ed25519.
+// A session reuses one initData for every batch, so a verified one is kept (by a digest of bot,
+// messenger bot id and initData) until it expires. A signature check costs a worker ~95 µs, so
+// checks are charged to the failure budgets of the client address and of the bot; past a budget
+// the check still runs, in a low-priority lane, so that no budget ever refuses a signature that
+// verifies (an attacker behind the same carrier NAT as real users, or flooding one bot from many
+// addresses, cannot lock new sessions out); one that fails there is refused 429.
+import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { HttpError } from '../errors.js';
+import type { UserSeen } from '../model.js';
+import { type FailureBudget, refuseCheaply } from './credential-checks.js';
+import { checkAge, dataCheckString, parseInitData } from './initdata.js';
+
+export interface SignatureCheck {
+  message: string;
+  signature: string;
+  publicKeys: readonly string[];
+}
+
+export interface SessionOptions {
+  publicKeys: readonly string[];
+  maxAgeS: number;
+  failures: FailureBudget;
+  /** Runs an Ed25519 check; `low`: for a client past a failure budget. */
+  verify: (check: SignatureCheck, priority: 'normal' | 'low') => Promise<boolean>;
+  /** Seconds; injected so tests control expiry. */
+  nowS?: () => number;
+  /** Verified sessions kept. */
+  maxEntries?: number;
+}
+
+interface Verified {
+  user: UserSeen;
+  authDate: number;
+}
+
+export class MiniAppSessions {
+  private readonly verified: LRUCache<string, Verified>;
+  private readonly nowS: () => number;
+  /** hits: answered from memory; misses: a signature was checked. Read by metrics. */
+  readonly stats = { hits: 0, misses: 0 };
+
+  constructor(private readonly o: SessionOptions) {
+    this.nowS = o.nowS ?? (() => Math.floor(Date.now() / 1000));
+    this.verified = new LRUCache<string, Verified>({ max: o.maxEntries ?? 200_000, ttl: o.maxAgeS * 1000 });
+  }
+
+  /** The user `initData` speaks for, for the bot `botId` (messenger id `messengerBotId`), or an HttpError. */
+  async check(address: string, botId: string, messengerBotId: string, initData: string): Promise<UserSeen> {
+    const key = hash('sha256', `${botId}\n${messengerBotId}\n${initData}`, 'base64');
+    const hit = this.verified.get(key);
+    if (hit !== undefined) {
+      const age = checkAge(hit.authDate, this.nowS(), this.o.maxAgeS);
+      if (age !== null) throw new HttpError(age);
+      this.stats.hits++;
+      return hit.user;
+    }
+    const failures = this.o.failures;
+    const parsed = parseInitData(initData);
+    if (!parsed.ok) refuseCheaply(failures, address, new HttpError(parsed.code));
+    const now = this.nowS();
+    const age = checkAge(parsed.data.authDate, now, this.o.maxAgeS);
+    if (age !== null) refuseCheaply(failures, address, new HttpError(age));
+    const check = { message: dataCheckString(messengerBotId, parsed.data.fields), signature: parsed.data.signature, publicKeys: this.o.publicKeys };
+    this.stats.misses++;
+    const wait = failures.charge(address, botId);
+    if (wait > 0) {
+      if (!(await this.o.verify(check, 'low'))) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
+    } else {
+      let ok: boolean;
+      try {
+        ok = await this.o.verify(check, 'normal');
+      } catch (err) {
+        // The service failed (a full lane), not the client.
+        failures.refund(address, botId);
+        throw err;
+      }
+      if (!ok) throw new HttpError('initdata_signature_invalid');
+      failures.refund(address, botId);
+    }
+    const ttl = (parsed.data.authDate + this.o.maxAgeS - now) * 1000;
+    if (ttl > 0) this.verified.set(key, { user: parsed.data.user, authDate: parsed.data.authDate }, { ttl });
+    return parsed.data.user;
+  }
+}

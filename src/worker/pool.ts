@@ -1,0 +1,258 @@
+// The piscina pool that parses, verifies, normalizes and encodes off the main thread, with one
+// typed method per task. Which bodies are handled inline is decided here only: uncompressed bodies
+// up to INLINE_MAX_BYTES of a project without a tracking plan (a gzip body can expand to anything,
+// and a plan's schemas are the admin's code, so those always go to a worker). Small bodies above
+// that travel in groups (every request that arrived in one turn of the event loop shares one
+// message and one worker wake-up); large ones go alone.
+//
+// Work done before the sender is known (signature checks, the envelope of a large or compressed
+// webapp body) runs in a lane of its own: at most `laneConcurrency` tasks at once (fewer than the
+// threads, so requests whose session or token is known always find a worker) and a bounded queue,
+// so a flood can neither fill the pool nor grow memory. Checks of clients past a failure budget
+// wait in a second, small queue that the lane serves only when nothing else waits.
+import { Piscina } from 'piscina';
+import type { UserSeen } from '../model.js';
+import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pipeline/batch.js';
+import { type BodyLimits, decodeJson } from '../pipeline/decode.js';
+import { type EnvelopeOutcome, readWebappEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';
+import type { TrackingPlan } from '../pipeline/plans.js';
+import { attempt, type IngestLimits, isFailure, moveTask, runTask, type Task, type TaskKind, type TaskOf, type TaskResult, type TaskResults, type VerifyTask, type WorkerResult, type WorkerTask } from './tasks.js';
+
+const GROUP_MAX_BODY = 64 * 1024;
+const GROUP_MAX_BYTES = 512 * 1024;
+const GROUP_MAX_TASKS = 128;
+/** Compressed bytes sent with a webapp envelope task beyond the prefix it inflates: gzip's framing. */
+const GZIP_SLACK = 16 * 1024;
+
+/** The pool's queue (or a lane's) is full: shed the request rather than grow memory. */
+export class PoolOverloaded extends Error {
+  constructor() {
+    super('the worker pool is overloaded');
+    this.name = 'PoolOverloaded';
+  }
+}
+
+/** A task threw. `byInput`: the request's data caused it (400); otherwise a bug (500). */
+export class TaskFailed extends Error {
+  constructor(readonly byInput: boolean, message: string) {
+    super(message);
+    this.name = 'TaskFailed';
+  }
+}
+
+function unwrap<K extends TaskKind>(r: TaskResult<K>): TaskResults[K] {
+  if (isFailure(r)) throw new TaskFailed(r.byInput, r.failed);
+  return r;
+}
+
+/** A webapp body read far enough to know its bot and session; `value` is the whole body when it was parsed inline. */
+export type OpenedWebapp = { ok: true; envelope: WebappEnvelope; value?: unknown; bytes?: Uint8Array } | Extract<EnvelopeOutcome, { ok: false }>;
+
+export type Priority = 'normal' | 'low';
+
+interface Waiting {
+  task: Task;
+  resolve: (r: TaskResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface PoolOptions {
+  threads: number;
+  inlineMaxBytes: number;
+  /** Unauthenticated tasks running in the pool at once. */
+  laneConcurrency: number;
+  /** Unauthenticated tasks waiting for their turn; past it, PoolOverloaded. */
+  laneQueueMax: number;
+  /** Checks of clients past a failure budget waiting; past it, PoolOverloaded. */
+  lowQueueMax: number;
+  /** How much of a webapp body is read before its sender is known (WEBAPP_ENVELOPE_MAX_BYTES). */
+  envelopeMaxBytes: number;
+}
+
+/** A bounded number of tasks at once, the rest queued by priority, each queue bounded. */
+class Lane {
+  private running = 0;
+  private readonly normal: (() => void)[] = [];
+  private readonly low: (() => void)[] = [];
+
+  constructor(private readonly concurrency: number, private readonly max: Record<Priority, number>) {}
+
+  get waiting(): number {
+    return this.normal.length + this.low.length;
+  }
+
+  async run<T>(priority: Priority, work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.concurrency) {
+      const queue = priority === 'low' ? this.low : this.normal;
+      if (queue.length >= this.max[priority]) throw new PoolOverloaded();
+      await new Promise<void>((resolve) => queue.push(resolve));
+    }
+    this.running++;
+    try {
+      return await work();
+    } finally {
+      this.running--;
+      (this.normal.shift() ?? this.low.shift())?.();
+    }
+  }
+}
+
+export class IngestPool {
+  private readonly pool: Piscina<WorkerTask, WorkerResult>;
+  private group: Waiting[] = [];
+  private groupBytes = 0;
+  private flushQueued = false;
+  private readonly lane: Lane;
+  /** Tasks run, by kind and where: read by metrics. */
+  readonly tasks = new Map<string, number>();
+
+  constructor(private readonly o: PoolOptions) {
+    this.pool = new Piscina({
+      filename: new URL('../../workers/ingest.js', import.meta.url).href,
+      minThreads: o.threads,
+      maxThreads: o.threads,
+      idleTimeout: 60_000,
+      // Bounded: a backlog past this answers 503 instead of growing memory without limit.
+      maxQueue: o.threads * 256,
+    });
+    this.lane = new Lane(o.laneConcurrency, { normal: o.laneQueueMax, low: o.lowQueueMax });
+  }
+
+  get queueSize(): number {
+    return this.pool.queueSize;
+  }
+
+  get utilization(): number {
+    return this.pool.utilization;
+  }
+
+  get laneWaiting(): number {
+    return this.lane.waiting;
+  }
+
+  private count(kind: TaskKind | 'verify_low_priority', where: 'inline' | 'pool'): void {
+    const key = `${kind}:${where}`;
+    this.tasks.set(key, (this.tasks.get(key) ?? 0) + 1);
+  }
+
+  /** On the main thread: small, uncompressed, and checked against no tracking plan. */
+  private inline(kind: TaskKind, bytes: number, gzip: boolean, ctx?: BatchContext): boolean {
+    const inline = !gzip && bytes <= this.o.inlineMaxBytes && ctx?.plan == null;
+    this.count(kind, inline ? 'inline' : 'pool');
+    return inline;
+  }
+
+  /** A task on the main thread or in a worker, alone or grouped; a throw becomes TaskFailed. */
+  private async run<K extends TaskKind>(task: TaskOf<K>, inline: boolean): Promise<TaskResults[K]> {
+    if (inline) return unwrap(await runTask(task));
+    const bytes = 'body' in task ? task.body.byteLength : 0;
+    if (task.kind === 'bot_api' || task.kind === 'webapp') {
+      if (bytes <= GROUP_MAX_BODY) return unwrap((await this.grouped(task)) as TaskResult<K>);
+    }
+    return unwrap((await this.send(task, moveTask(task))) as TaskResult<K>);
+  }
+
+  /** A bot_api body → rows, counts and diagnostics. */
+  botApi(body: Uint8Array, gzip: boolean, limits: IngestLimits, ctx: BatchContext): Promise<BatchOutcome> {
+    return this.run<'bot_api'>({ kind: 'bot_api', body, gzip, limits, ctx }, this.inline('bot_api', body.byteLength, gzip, ctx));
+  }
+
+  /**
+   * Which bot and session a webapp body claims. A small plain body is parsed whole, inline (and kept
+   * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only.
+   */
+  async openWebapp(body: Uint8Array, gzip: boolean, limits: BodyLimits): Promise<OpenedWebapp> {
+    if (this.inline('webapp_open', body.byteLength, gzip)) {
+      const decoded = decodeJson(body, false, limits);
+      if (!decoded.ok) return decoded;
+      const env = readWebappEnvelope(decoded.value);
+      return env.ok ? { ok: true, envelope: env.envelope, value: decoded.value, bytes: decoded.bytes } : env;
+    }
+    // A copy of the part it needs moves to the worker; the body stays here for webapp().
+    const needed = gzip ? this.o.envelopeMaxBytes + GZIP_SLACK : this.o.envelopeMaxBytes;
+    const whole = body.byteLength <= needed;
+    const part = new Uint8Array(whole ? body : body.subarray(0, needed));
+    const task: TaskOf<'webapp_open'> = { kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits };
+    return this.lane.run('normal', async () => unwrap((await this.send(task, [part.buffer as ArrayBuffer])) as TaskResult<'webapp_open'>));
+  }
+
+  /** The events of an opened webapp body, for a verified user. */
+  async webapp(opened: OpenedWebapp & { ok: true }, body: Uint8Array, gzip: boolean, limits: BodyLimits, ctx: BatchContext, user: UserSeen): Promise<BatchOutcome> {
+    if (opened.value !== undefined && ctx.plan == null) {
+      this.count('webapp', 'inline');
+      const events = (opened.value as { events?: unknown }).events;
+      return unwrap<'webapp'>(attempt(() => processWebappBatch(events, ctx, user, opened.bytes!.byteLength)));
+    }
+    this.count('webapp', 'pool');
+    return this.run<'webapp'>({ kind: 'webapp', body, gzip, limits, envelope: opened.envelope, ctx, user }, false);
+  }
+
+  /** An Ed25519 check, always in a worker (a forged string must not cost the main thread), in the unauthenticated lane. */
+  async verify(task: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal'): Promise<boolean> {
+    this.count(priority === 'low' ? 'verify_low_priority' : 'verify', 'pool');
+    return this.lane.run(priority, async () => unwrap((await this.send({ kind: 'verify', ...task }, [])) as TaskResult<'verify'>).verified);
+  }
+
+  /** Compiles a tracking plan in a worker: null when it compiles, else the event whose schema does not. */
+  async compilePlan(plan: TrackingPlan): Promise<{ eventName: string; message: string } | null> {
+    this.count('compile_plan', 'pool');
+    const r = unwrap((await this.send({ kind: 'compile_plan', plan }, [])) as TaskResult<'compile_plan'>);
+    return r.ok ? null : { eventName: r.eventName, message: r.message };
+  }
+
+  /** Quarantined events checked again (a replay), in a worker: the plan's schemas are the admin's code. */
+  async recheck(items: TaskOf<'replay'>['items'], maxDepth: number): Promise<TaskResults['replay']> {
+    this.count('replay', 'pool');
+    return unwrap((await this.send({ kind: 'replay', items, maxDepth }, [])) as TaskResult<'replay'>);
+  }
+
+  /** Small tasks of this turn of the event loop, sent as one message. */
+  private grouped(task: Task): Promise<TaskResult> {
+    return new Promise((resolve, reject) => {
+      this.group.push({ task, resolve, reject });
+      this.groupBytes += 'body' in task ? task.body.byteLength : 0;
+      if (this.group.length >= GROUP_MAX_TASKS || this.groupBytes >= GROUP_MAX_BYTES) this.flush();
+      else if (!this.flushQueued) {
+        this.flushQueued = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    const waiting = this.group;
+    this.group = [];
+    this.groupBytes = 0;
+    if (waiting.length === 0) return;
+    if (waiting.length === 1) {
+      const [w] = waiting;
+      this.send(w!.task, moveTask(w!.task)).then((r) => w!.resolve(r as TaskResult), w!.reject);
+      return;
+    }
+    const tasks = waiting.map((w) => w.task);
+    this.send({ kind: 'group', tasks }, [...new Set(tasks.flatMap(moveTask))]).then(
+      (r) => {
+        const results = (r as { results: TaskResult[] }).results;
+        waiting.forEach((w, i) => w.resolve(results[i]!));
+      },
+      // Only a worker that died gets here (each task's own throw is its own result).
+      (err: unknown) => {
+        for (const w of waiting) w.reject(err);
+      },
+    );
+  }
+
+  private async send(task: WorkerTask, transferList: ArrayBuffer[]): Promise<WorkerResult> {
+    try {
+      return await this.pool.run(task, { transferList });
+    } catch (err) {
+      if ((err as Error).message?.includes('Task queue is at limit')) throw new PoolOverloaded();
+      throw err;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.destroy();
+  }
+}
