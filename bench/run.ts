@@ -4,12 +4,15 @@
 import { ed25519Bench } from './ed25519.js';
 import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
 import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
-import { flood } from './floods.js';
+import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
 import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
 
-const ALL = ['ceiling', 'b-large', 'b-large-plan', 'b-large-10pct-invalid', 'b-small', 'b-small-live', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small', 'a-forged-flood', 'b-unknown-token-flood', 'ed25519', 'b-large-50m'] as const;
+const ALL = [
+  'ceiling', 'b-large', 'b-large-plan', 'b-large-10pct-invalid', 'b-small', 'b-small-live', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small',
+  'a-forged-flood', 'b-unknown-token-flood', 'a-gzip-flood', 'a-gzip-flood-one-address', 'a-new-sessions-flood', 'ed25519', 'b-large-50m',
+] as const;
 type Name = (typeof ALL)[number];
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
@@ -144,14 +147,21 @@ async function main(): Promise<void> {
     }
 
     const floodRows: Row[] = [];
-    for (const kind of ['a-forged-flood', 'b-unknown-token-flood'] as const) {
+    // Connections (valid, flood): the credential floods as before; the envelope floods as the issue
+    // that asked for them measured them (32 beside 32); new sessions 16 beside a flood of 32.
+    const floodConnections: Record<FloodKind, [number, number]> = {
+      'a-forged-flood': [64, 16], 'b-unknown-token-flood': [64, 16], 'a-gzip-flood': [32, 32], 'a-gzip-flood-one-address': [32, 32], 'a-new-sessions-flood': [16, 32],
+    };
+    for (const kind of Object.keys(FLOODS) as FloodKind[]) {
       if (!want(kind)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await flood(kind, db, { ...o, connections: 64, floodConnections: 16 });
+        const [connections, floodConns] = floodConnections[kind];
+        const f = await flood(kind, db, { ...o, connections, floodConnections: floodConns });
+        const answers = (a: Record<string, number>) => Object.entries(a).map(([s, n]) => `${s}: ${fmt(n)}`).join(', ');
         floodRows.push({
           scenario: f.name, 'valid req/s alone': f.aloneReqPerS, 'valid req/s flooded': f.floodedReqPerS, kept: f.kept,
-          'valid non-2xx': f.validNon2xx, 'flood req/s': f.floodReqPerS, 'flood answers': Object.entries(f.floodStatuses).map(([s, n]) => `${s}: ${fmt(n)}`).join(', '),
+          'valid non-2xx': f.validNon2xx, 'valid answers': answers(f.validStatuses), 'flood req/s': f.floodReqPerS, 'flood answers': answers(f.floodStatuses),
           'costly checks': f.costlyChecks, 'server cores': f.serverCores, 'flood driver cores': f.floodDriverCores,
         });
         results.push({ name: `${kind}_kept`, value: f.kept, unit: 'ratio' });
@@ -196,7 +206,7 @@ async function main(): Promise<void> {
       ...out.slice(0, 2),
       '',
       table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows, Object.keys(figuresRow({ name: '', requestsPerS: 0, eventsPerS: 0, p50Ms: 0, p99Ms: 0, failed: 0, rowsPerCommit: 0, commitMs: 0, serverCores: 0, mainThreadCores: 0, postgresCores: 0, loadGeneratorCores: 0, machineCores: 0, peakRssMiB: 0, tableRowsBefore: 0, tableRowsAfter: 0 }, 1))),
-      floodRows.length > 0 ? table('Credential floods (valid traffic alone, then beside the flood; same service, same run)', floodRows) : '',
+      floodRows.length > 0 ? table('Floods (valid traffic alone, then beside the flood; same service, same run)', floodRows) : '',
       edRows.length > 0 ? table('initData checks per second on one core (ed25519)', edRows) : '',
       resultLines(results),
     ].join('\n');

@@ -17,7 +17,7 @@ import { maintainPartitions } from './db/partitions.js';
 import { watchDatabase } from './db/watch.js';
 import { PATHS, routeGroup } from './endpoints.js';
 import { HttpError } from './errors.js';
-import { BodyBudget } from './http/body-budget.js';
+import { BodyBudget, DerivedBytes } from './http/body-budget.js';
 import { corsHeaders, corsPreflight } from './http/cors.js';
 import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
 import { Readiness } from './http/readiness.js';
@@ -160,7 +160,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
   };
   const quality$ = { plans, liveSample: (projectId: string) => live.sampleFor(projectId) };
-  const commit$ = { quota, sink, bodyBudget, quarantineBudget, onOutcome };
+  const commit$ = { quota, sink, derived: new DerivedBytes(bodyBudget), quarantineBudget, onOutcome };
   const bucketOptions = { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin };
   const cors = { origins: config.corsAllowOrigins };
   const webappPaths = new Set<string>(PATHS.webapp);

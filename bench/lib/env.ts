@@ -14,6 +14,7 @@ import { migrate } from '../../src/db/migrations.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
 
 export interface Postgres {
   url: string;
@@ -76,7 +77,7 @@ export interface Service {
 export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Service> {
   // BENCH_PROFILE_DIR: CPU profiles of the service (main thread and workers) for the window measured.
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const proc = spawn(process.execPath, [...profile, MAIN], {
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...profile, MAIN], {
     env: {
       ...process.env,
       HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN, LOG_LEVEL: 'info',

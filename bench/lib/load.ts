@@ -19,6 +19,8 @@ export interface LoadResult {
   p99: number;
   max: number;
   seconds: number;
+  /** Answers by status. */
+  statuses: Record<string, number>;
 }
 
 export async function load(o: LoadOptions): Promise<LoadResult> {
@@ -34,7 +36,9 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
   } as never)) as unknown as {
     '2xx': number; non2xx: number; errors: number; timeouts: number; duration: number;
     latency: { p50: number; p99: number; max: number };
+    statusCodeStats?: Record<string, { count: number }>;
   };
   const seconds = r.duration || (performance.now() - started) / 1000;
-  return { ok: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, rps: r['2xx'] / seconds, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, seconds };
+  const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([s, c]) => [s, c.count]));
+  return { ok: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, rps: r['2xx'] / seconds, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, seconds, statuses };
 }

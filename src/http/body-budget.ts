@@ -20,3 +20,35 @@ export class BodyBudget {
     this.used = Math.max(0, this.used - n);
   }
 }
+
+/**
+ * What requests derive from their bodies (a decompressed body, its rows, its quarantine copies)
+ * counts against the same budget, and one project may hold at most a quarter of it: 57 KiB of gzip
+ * can carry 30 MiB of rejected events, and a tenant sending such batches must not leave the others
+ * no room.
+ */
+export class DerivedBytes {
+  private readonly byProject = new Map<string, number>();
+
+  constructor(private readonly budget: BodyBudget, private readonly shareOfBudget = 0.25) {}
+
+  /** False when the project already holds its share: its next request is refused before any work on it. */
+  roomFor(projectId: string): boolean {
+    return (this.byProject.get(projectId) ?? 0) < this.budget.maxBytes * this.shareOfBudget;
+  }
+
+  take(projectId: string, n: number): boolean {
+    const held = this.byProject.get(projectId) ?? 0;
+    if (held > 0 && held + n > this.budget.maxBytes * this.shareOfBudget) return false;
+    if (!this.budget.take(n)) return false;
+    this.byProject.set(projectId, held + n);
+    return true;
+  }
+
+  release(projectId: string, n: number): void {
+    this.budget.release(n);
+    const left = (this.byProject.get(projectId) ?? 0) - n;
+    if (left > 0) this.byProject.set(projectId, left);
+    else this.byProject.delete(projectId);
+  }
+}

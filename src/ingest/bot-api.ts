@@ -8,7 +8,7 @@ import { replyFor } from '../http/replies.js';
 import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
-import { commitBatch, type CommitDeps } from './commit.js';
+import { checkRoom, commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { IngestPool } from '../worker/pool.js';
 import type { IngestLimits } from '../worker/tasks.js';
@@ -66,6 +66,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       if (token.projectId === null) throw new HttpError('bot_not_linked');
       const projectId = token.projectId;
       await deps.quota.check(projectId);
+      checkRoom(deps, projectId);
       const plan = await deps.plans.get(projectId);
       const body = await readBody();
       const receivedAt = new Date().toISOString();

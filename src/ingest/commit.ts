@@ -1,7 +1,7 @@
 // The last stage both endpoints share: reserve quota, hand the rows to the sink, and answer 202
 // only once they are committed.
 import { HttpError } from '../errors.js';
-import type { BodyBudget } from '../http/body-budget.js';
+import type { DerivedBytes } from '../http/body-budget.js';
 import type { Reply } from '../http/server.js';
 import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';
@@ -44,20 +44,31 @@ export interface CommitTarget {
 export interface CommitDeps {
   quota: Quota;
   sink: EventSink;
-  /** MAX_INFLIGHT_BODY_BYTES, shared with the HTTP front: what a request derived from its body counts too. */
-  bodyBudget: BodyBudget;
+  /** What requests derived from their bodies, counted against MAX_INFLIGHT_BODY_BYTES per project. */
+  derived: DerivedBytes;
   quarantineBudget: QuarantineBudget;
   /** After every batch, committed (with its outcome) or rejected whole (null). */
   onOutcome?: (target: CommitTarget, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }
 
-/** The batch without its quarantine, which the project's QUARANTINE_MAX_BYTES has no room for. */
+/**
+ * The batch without its quarantine, which the project's QUARANTINE_MAX_BYTES has no room for. The
+ * warning concerns the whole request, so it comes first (the diagnostics' last gives way if need be).
+ */
 function withoutQuarantine(b: BatchResult): BatchResult {
-  const diagnostics = b.diagnostics.length < MAX_DIAGNOSTICS
-    ? [...b.diagnostics, { event_id: null, code: 'quarantine_full' as const, severity: 'warning' as const, path: 'quarantine', message: `the project's quarantine is full (QUARANTINE_MAX_BYTES); ${b.quarantineCount} rejected events were not kept` }]
-    : b.diagnostics;
+  const full = { event_id: null, code: 'quarantine_full' as const, severity: 'warning' as const, path: 'quarantine', message: `the project's quarantine is full (QUARANTINE_MAX_BYTES); ${b.quarantineCount} rejected events were not kept` };
+  const diagnostics = [full, ...b.diagnostics];
+  const cut = diagnostics.length > MAX_DIAGNOSTICS;
+  if (cut) diagnostics.length = MAX_DIAGNOSTICS;
   const diagnosticCounts = { ...b.diagnosticCounts, 'quarantine_full/warning': 1 };
-  return { ...b, quarantine: new Uint8Array(0), quarantineCount: 0, quarantineCodes: {}, diagnostics, diagnosticCounts, diagnosticsTruncated: b.diagnosticsTruncated || diagnostics === b.diagnostics };
+  return { ...b, quarantine: new Uint8Array(0), quarantineCount: 0, quarantineCodes: {}, diagnostics, diagnosticCounts, diagnosticsTruncated: b.diagnosticsTruncated || cut };
+}
+
+const OVER_SHARE = 'The project holds more request data than its share at once; retry after the delay in Retry-After. Nothing of this request was stored.';
+
+/** Before any work on a body: a project already at its share of MAX_INFLIGHT_BODY_BYTES waits. */
+export function checkRoom(deps: CommitDeps, projectId: string): void {
+  if (!deps.derived.roomFor(projectId)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
 }
 
 export async function commitBatch(deps: CommitDeps, result: BatchResult, t: CommitTarget): Promise<Reply> {
@@ -75,7 +86,7 @@ export async function commitBatch(deps: CommitDeps, result: BatchResult, t: Comm
   }
   // The rows and the quarantine copies (and an inflated body) are held until the commit settles.
   const derived = batch.rows.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
-  if (!deps.bodyBudget.take(derived)) {
+  if (!deps.derived.take(t.projectId, derived)) {
     throw new HttpError('overloaded', { message: 'The service holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
   }
   try {
@@ -91,6 +102,6 @@ export async function commitBatch(deps: CommitDeps, result: BatchResult, t: Comm
     deps.onOutcome?.(t, batch, outcome);
     return { status, body: responseBody(batch, outcome.storedNotBilled) };
   } finally {
-    deps.bodyBudget.release(derived);
+    deps.derived.release(t.projectId, derived);
   }
 }

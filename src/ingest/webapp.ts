@@ -14,7 +14,7 @@ import type { TokenBuckets } from '../limits/token-bucket.js';
 import type { BodyLimits } from '../pipeline/decode.js';
 import type { IngestPool } from '../worker/pool.js';
 import type { QualityDeps } from './bot-api.js';
-import { commitBatch, type CommitDeps } from './commit.js';
+import { checkRoom, commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
 
 export interface WebappDeps extends CommitDeps, QualityDeps {
@@ -49,6 +49,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     }
     const projectId = bot.projectId;
     await deps.quota.check(projectId);
+    checkRoom(deps, projectId);
     const plan = await deps.plans.get(projectId);
     const receivedAt = new Date().toISOString();
     const connection = `webapp:${botId}`;

@@ -29,7 +29,7 @@ function firstError(results: QueryResult[]): PgError | null {
  * the caller to roll back; the error thrown is the first the database reported.
  */
 export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: Shard, users: UserRows): Promise<Committed> {
-  const data = batch.length === 1 ? batch[0]!.rows : Buffer.concat(batch.map((r) => r.rows));
+  const data = batch.map((r) => r.rows);
   // Rows of this transaction go to the partitions of their months of receipt; what they are checked
   // against reaches back to the start of the month before the earliest.
   const received = receivedRange(batch.map((r) => r.receivedAt));
@@ -74,7 +74,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const quarantined = batch.filter((r) => r.quarantineCount > 0);
   const quarantine: ScriptPart[] = quarantined.length === 0 ? [] : [
     { sql: COPY_QUARANTINE },
-    { copyData: quarantined.length === 1 ? quarantined[0]!.quarantine : Buffer.concat(quarantined.map((r) => r.quarantine)) },
+    { copyData: quarantined.map((r) => r.quarantine) },
   ];
 
   const results = staged ? await conn.script([...quarantine, tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, ...quarantine, tail]);

@@ -34,7 +34,8 @@ export class ConnectionLost extends Error {
   }
 }
 
-export type ScriptPart = { sql: string } | { copyData: Uint8Array };
+/** `copyData`: the rows of a COPY FROM STDIN, in one piece or several (sent in order). */
+export type ScriptPart = { sql: string } | { copyData: Uint8Array | readonly Uint8Array[] };
 
 export interface StatementResult {
   /** CommandComplete tag, e.g. "COPY 120", "INSERT 0 3", "COMMIT" or "ROLLBACK". */
@@ -83,11 +84,15 @@ function parseUrl(url: string): Target {
   };
 }
 
-function message(type: string, body: Buffer): Buffer {
+function header(type: string, bodyLength: number): Buffer {
   const head = Buffer.allocUnsafe(5);
   head.write(type, 0, 'latin1');
-  head.writeInt32BE(body.length + 4, 1);
-  return Buffer.concat([head, body]);
+  head.writeInt32BE(bodyLength + 4, 1);
+  return head;
+}
+
+function message(type: string, body: Buffer): Buffer {
+  return Buffer.concat([header(type, body.length), body]);
 }
 
 const cstr = (s: string) => Buffer.from(`${s}\0`, 'utf8');
@@ -205,8 +210,15 @@ export class WireConnection {
           this.pending.push({ result, current: { tag: '', rows: [] }, resolve, reject });
         }));
       } else {
-        const data = Buffer.from(part.copyData.buffer, part.copyData.byteOffset, part.copyData.byteLength);
-        for (let at = 0; at < data.length; at += COPY_CHUNK) out.push(message('d', data.subarray(at, at + COPY_CHUNK)));
+        // Each CopyData message is its 5-byte header and a view of the rows, written together
+        // (writev): the rows are never copied, however many megabytes a batch holds.
+        for (const piece of Array.isArray(part.copyData) ? part.copyData : [part.copyData]) {
+          const data = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+          for (let at = 0; at < data.length; at += COPY_CHUNK) {
+            const chunk = data.subarray(at, at + COPY_CHUNK);
+            out.push(header('d', chunk.length), chunk);
+          }
+        }
         out.push(COPY_DONE);
       }
     }

@@ -16,7 +16,7 @@ let p: Provisioned;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { MAX_BODY_BYTES: '65536', WEBAPP_MAX_BODY_BYTES: '16384' });
+  srv = await startServer(db.url, { MAX_BODY_BYTES: '65536', WEBAPP_MAX_BODY_BYTES: '16384', RATE_LIMIT_BURST: '1000000', WORKERS: '2' });
   p = await provision(srv.url);
 });
 afterAll(async () => {
@@ -140,6 +140,60 @@ describe('the HTTP surface under generated hostile requests', () => {
     const logs = srv.output.join('\n');
     expect(logs).not.toContain('"level":50');
   }, 180_000);
+
+  // The shapes of the second round of hostile input, sent with credentials that work, so that they
+  // reach the pipeline, the writer and the plans: deep JSON, canonical values at and past their
+  // length, many profiles, many large rejects, hostile tracking plans.
+  const deepValue = fc.integer({ min: 55, max: 80 }).map((k) => JSON.parse(`${'['.repeat(k)}${']'.repeat(k)}`) as unknown);
+  const longText = fc.tuple(fc.constantFrom('a', '😀', '\u0000', 'é', '"', '\\', '\ud800'), fc.integer({ min: 1000, max: 5000 })).map(([c, n]) => c.repeat(n).slice(0, 5000));
+  const tgString = fc.constantFrom('tg.telegram_payment_charge_id', 'tg.currency', 'tg.invoice_payload', 'tg.start_param', 'tg.command', 'tg.chat_title', 'tg.callback_data');
+  const hostileEvent = fc.record({
+    eventId: fc.uuid(),
+    eventName: fc.oneof(fc.constantFrom('successful_payment', 'looped', 'word'), longText),
+    eventDate: fc.constantFrom('2026-11-22T10:00:00Z', 'bad date'),
+    eventType: fc.constantFrom('payment', 'message'),
+    eventOrigin: fc.constantFrom('platform', 'custom'),
+    platformUserId: fc.constantFrom('1', '9223372036854775807', 'x'),
+    text: longText,
+    propsString: fc.dictionary(tgString, longText, { maxKeys: 2 }),
+    extra: fc.option(deepValue),
+  }, { requiredKeys: ['eventId', 'eventName', 'eventDate', 'eventType', 'eventOrigin', 'platformUserId'] });
+  const profiles = fc.integer({ min: 0, max: 1100 }).map((n) => Array.from({ length: n }, (_, i) => ({ messengerUserId: i + 1 })));
+  const ingest = fc.record({ events: fc.array(hostileEvent, { minLength: 1, maxLength: 3 }), users: profiles, deep: fc.option(deepValue) })
+    .map(({ events, users, deep }) => ({ kind: 'ingest' as const, body: Buffer.from(JSON.stringify({ events, users, ...(deep === null ? {} : { deep }) })) }));
+  const plan = fc.oneof(
+    fc.constant({ $ref: '#' }),
+    fc.constant({ anyOf: [{ $ref: '#/$defs/a' }], $defs: { a: { not: { $ref: '#' } } } }),
+    fc.constant({ properties: { text: { pattern: '^(\\w+\\s?)*$' } } }),
+    fc.constant({ properties: { text: { pattern: '(?<=a)b|(a)\\1' } } }),
+    fc.constant({ type: 'object', additionalProperties: { $ref: '#' } }),
+    deepValue.map((v) => ({ enum: [v] })),
+    fc.constant({ type: 'objekt' }),
+  ).map((schema) => ({ kind: 'plan' as const, body: Buffer.from(JSON.stringify({ mode: 'block', unplannedEvents: 'allow', events: { looped: schema, word: schema } })) }));
+
+  it('the pipeline, the writer and the plans under those shapes: only the documented answers, never a 5xx but 503', async () => {
+    const seen = new Map<number | null, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.oneof({ arbitrary: ingest, weight: 4 }, { arbitrary: plan, weight: 1 }), fc.boolean(), async (req, gzip) => {
+        const payload = gzip ? gzipSync(req.body) : req.body;
+        const headers: [string, string][] = [['content-type', 'application/json'], ...(gzip ? [['content-encoding', 'gzip'] as [string, string]] : [])];
+        const raw = req.kind === 'ingest'
+          ? frame('POST', '/tg', [...headers, ['x-api-key', p.token]], payload, 'length')
+          : frame('PUT', `/admin/projects/${p.projectId}/tracking-plan`, [...headers, ['authorization', 'Bearer test-admin-token-0123456789']], payload, 'length');
+        const status = await exchange(raw, 5000);
+        seen.set(status, (seen.get(status) ?? 0) + 1);
+        expect(srv.proc.exitCode).toBeNull();
+        expect((await call(`${srv.url}/healthz`)).status).toBe(200);
+        const allowed = req.kind === 'ingest' ? [202, 400, 413, 503] : [200, 400, 413];
+        expect(allowed, `${req.kind} (${req.body.length} B) → ${status}`).toContain(status);
+      }),
+      { numRuns: 120, interruptAfterTimeLimit: 90_000 },
+    );
+    console.log(`answers: ${JSON.stringify([...seen].sort())}`);
+    expect(seen.get(202) ?? 0).toBeGreaterThan(0);
+    expect(seen.get(400) ?? 0).toBeGreaterThan(0);
+    expect(srv.output.join('\n')).not.toContain('"level":50');
+  }, 150_000);
 
   it('answers the requests of the reports that once ended the process', async () => {
     for (const raw of ['GET /admin/bots/%FF HTTP/1.1\r\nHost: x\r\n\r\n', 'DELETE /admin/tokens/%E0%A4%A HTTP/1.1\r\nHost: x\r\n\r\n', 'PATCH /admin/projects/% HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}']) {
