@@ -8,7 +8,7 @@ import type { Channel } from '../model.js';
 import type { BatchResult } from '../pipeline/batch.js';
 import { MAX_DIAGNOSTICS } from '../pipeline/diagnostics.js';
 import type { QuarantineBudget } from '../quality/quarantine-budget.js';
-import type { EventSink, WriteOutcome } from '../writer/sink.js';
+import type { EventSink, WriteOutcome, WriteTarget } from '../writer/sink.js';
 
 export interface ResponseBody {
   accepted: number;
@@ -30,15 +30,9 @@ export function responseBody(b: BatchResult, storedNotBilled: number): ResponseB
   };
 }
 
-export interface CommitTarget {
+/** Where the rows go (the writer's target: the connection bills messenger actions, verified profiles replace stored ones), and their channel. */
+export interface CommitTarget extends WriteTarget {
   channel: Channel;
-  projectId: string;
-  botId: string;
-  /** Who reported the events, for billing messenger actions: "token:<id>" or "webapp:<botId>". */
-  connection: string;
-  receivedAt: string;
-  /** Profiles from verified initData replace stored ones; users[] profiles fill in. */
-  authoritativeProfiles: boolean;
 }
 
 export interface CommitDeps {
@@ -93,7 +87,7 @@ export async function commitBatch(deps: CommitDeps, result: BatchResult, t: Comm
     const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
     let outcome: WriteOutcome;
     try {
-      outcome = await deps.sink.submit({ ...batch, projectId: t.projectId, botId: t.botId, connection: t.connection, receivedAt: t.receivedAt, authoritativeProfiles: t.authoritativeProfiles });
+      outcome = await deps.sink.submit({ target: t, batch });
     } catch (err) {
       deps.quota.release(reservation);
       throw err;

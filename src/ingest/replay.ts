@@ -87,9 +87,9 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
     const reservation = await deps.quota.reserve(projectId, b.accepted);
     try {
       const o = await deps.sink.submit({
-        projectId, botId: a.row.botId, connection: a.row.connectionId, receivedAt, rows: b.rows, rowCount: b.rowCount, actions: b.actions,
-        // A webapp event's user is its verified initData user.
-        userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], authoritativeProfiles: false, bot: null, recheck: b.recheck, quarantine: new Uint8Array(0), quarantineCount: 0,
+        target: { projectId, botId: a.row.botId, connection: a.row.connectionId, receivedAt, authoritativeProfiles: false },
+        // A webapp event's user is its verified initData user; replayed events leave no profile.
+        batch: { ...b, userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], bot: null },
       });
       deps.quota.settle(reservation, o.billed);
       return o;

@@ -306,7 +306,11 @@ function qualitySchemas(): Record<string, Schema> {
       items: { type: 'array', maxItems: 1000, items: ref('QuarantineItem'), description: 'Newest first.' },
       next: { type: ['integer', 'null'], minimum: 1, description: 'Pass it as `before` for the next page; null at the end.' },
     }),
-    QuarantineCount: closed({ code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 } }, undefined, 'Entries with an error of this code (an entry with several codes counts under each).'),
+    QuarantineCount: closed(
+      { code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 }, warning: { type: 'string', description: 'Only on `quarantine_full`.' } },
+      ['code', 'count'],
+      'Entries with an error of this code (an entry with several codes counts under each); or, as `quarantine_full` with a `warning`, the rejected events not kept because the quarantine held QUARANTINE_MAX_BYTES, since it was last cleared.',
+    ),
     ReplayRequest: {
       type: 'object', additionalProperties: false,
       description: `Which quarantined events to replay, oldest first, at most ${REPLAY_MAX} per call: those of \`ids\`, those with an error of \`code\` (both: both must hold); neither: all. An empty body is \`{}\`.`,

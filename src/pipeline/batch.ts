@@ -2,6 +2,7 @@
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
 import type { Refusal } from '../errors.js';
 import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
+import type { StoredBatch } from '../writer/sink.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
 import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';
 import { diagnosticId, normalizeEvent } from './event.js';
@@ -14,34 +15,18 @@ export const MAX_EVENTS = 1000;
 
 export type { Refusal };
 
-export interface BatchResult {
+/** One request's events as the pipeline leaves them: what the writer stores (StoredBatch), and what the answer and the metrics say. */
+export interface BatchResult extends StoredBatch {
   accepted: number;
   rejected: number;
   duplicated: number;
   diagnostics: Diagnostic[];
   diagnosticsTruncated: boolean;
   diagnosticCounts: DiagnosticCounts;
-  /** COPY text of every accepted event, billed = true. */
-  rows: Uint8Array;
-  rowCount: number;
-  actions: ActionRef[];
-  /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
-  userIds: string[];
-  /** Profiles to upsert (users[] on bot_api, the initData user on webapp). */
-  profiles: UserSeen[];
-  bot: BotSnapshot | null;
-  /** COPY text of the events rejected after authentication, kept in quarantine with their reasons. */
-  quarantine: Uint8Array;
-  quarantineCount: number;
   /** Per error code: quarantined events that carry it. */
   quarantineCodes: Record<string, number>;
   /** Events for the live view, when someone watches the project (at most the sample asked for). */
   live: LiveEvent[] | null;
-  /**
-   * Accepted events dated before the day after the month of receipt began: only those can have been
-   * received in an earlier month, whose partition the writer checks for them.
-   */
-  recheck: string[];
   /** Bytes of the decompressed body when it came compressed (0 otherwise): held while the request is, like its rows. */
   inflatedBytes: number;
 }

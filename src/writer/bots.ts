@@ -4,6 +4,6 @@ import type { BotRow } from './statements.js';
 
 export function latestBots(batch: readonly WriteRequest[]): BotRow[] {
   const bots = new Map<string, BotRow>();
-  for (const req of batch) if (req.bot !== null) bots.set(req.botId, { ...req.bot, botId: req.botId });
+  for (const { target, batch: b } of batch) if (b.bot !== null) bots.set(target.botId, { ...b.bot, botId: target.botId });
   return [...bots.values()];
 }

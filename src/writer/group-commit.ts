@@ -57,7 +57,7 @@ interface Slot {
 class Timeout extends Error {}
 
 /** What a request holds of the writer's bound: its rows and its quarantined events. */
-const rowsOf = (req: WriteRequest) => req.rowCount + req.quarantineCount;
+const rowsOf = (req: WriteRequest) => req.batch.rowCount + req.batch.quarantineCount;
 
 /** How long a cancelled commit may take to report what became of it. */
 const CANCEL_SETTLE_MS = 5000;

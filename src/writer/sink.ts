@@ -2,27 +2,41 @@
 // The group-commit writer is the real one; tests of the stages before it can use anything else.
 import type { ActionRef, BotSnapshot, UserSeen } from '../model.js';
 
-export interface WriteRequest {
+/** Where a request's rows come from and go. */
+export interface WriteTarget {
   projectId: string;
   botId: string;
   /** The billing connection: channel plus credential ("token:<id>", "webapp:<botId>"). */
   connection: string;
   receivedAt: string;
-  /** COPY text of complete rows (billed = t). */
+  /** True when the batch's `profiles` come from verified initData and replace stored ones. */
+  authoritativeProfiles: boolean;
+}
+
+/** What a request's batch holds for the writer; the pipeline's BatchResult is one, passed as it is. */
+export interface StoredBatch {
+  /** COPY text of every accepted event (billed = t). */
   rows: Uint8Array;
   rowCount: number;
   actions: ActionRef[];
-  /** Users seen in the events, without a profile. */
+  /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
   userIds: string[];
+  /** Profiles to upsert (users[] on bot_api, the initData user on webapp). */
   profiles: UserSeen[];
-  /** True when `profiles` come from verified initData and replace stored ones. */
-  authoritativeProfiles: boolean;
   bot: BotSnapshot | null;
-  /** Event ids to look for in the previous month's partition (see BatchResult.recheck). */
+  /**
+   * Accepted events dated before the day after the month of receipt began: only those can have been
+   * received in an earlier month, whose partition the writer checks for them.
+   */
   recheck: string[];
-  /** COPY text of rejected events for the quarantine, committed with the rows. */
+  /** COPY text of the events rejected after authentication, kept in quarantine with their reasons, committed with the rows. */
   quarantine: Uint8Array;
   quarantineCount: number;
+}
+
+export interface WriteRequest {
+  target: WriteTarget;
+  batch: StoredBatch;
 }
 
 export interface WriteOutcome {

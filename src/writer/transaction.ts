@@ -29,20 +29,20 @@ function firstError(results: QueryResult[]): PgError | null {
  * the caller to roll back; the error thrown is the first the database reported.
  */
 export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: Shard, users: UserRows): Promise<Committed> {
-  const data = batch.map((r) => r.rows);
+  const data = batch.map((r) => r.batch.rows);
   // Rows of this transaction go to the partitions of their months of receipt; what they are checked
   // against reaches back to the start of the month before the earliest.
-  const received = receivedRange(batch.map((r) => r.receivedAt));
+  const received = receivedRange(batch.map((r) => r.target.receivedAt));
   const since = previousMonthStart(received.from);
 
   let stored: number[];
-  if (!staged) stored = batch.map((r) => r.rowCount);
+  if (!staged) stored = batch.map((r) => r.batch.rowCount);
   else {
     const bounds: number[] = [];
     let next = 1;
     for (const r of batch) {
       bounds.push(next);
-      next += r.rowCount;
+      next += r.batch.rowCount;
     }
     const results = await conn.script([{ sql: BEGIN_COPY_STAGING }, { copyData: data }, { sql: insertStagedSql(bounds, since) }]);
     const err = firstError(results);
@@ -51,13 +51,13 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
     for (const [req, inserted] of results[1]!.statements[0]!.rows) stored[Number(req)] = Number(inserted);
   }
 
-  const claims = batch.flatMap((r, req) => r.actions.map((a) => ({ projectId: r.projectId, key: a.key, connection: r.connection, eventId: a.eventId, req })));
+  const claims = batch.flatMap(({ target, batch: b }, req) => b.actions.map((a) => ({ projectId: target.projectId, key: a.key, connection: target.connection, eventId: a.eventId, req })));
   const perProject = new Map<string, number>();
-  batch.forEach((r, i) => perProject.set(r.projectId, (perProject.get(r.projectId) ?? 0) + stored[i]!));
+  batch.forEach(({ target }, i) => perProject.set(target.projectId, (perProject.get(target.projectId) ?? 0) + stored[i]!));
   const storedCounts: StoredCount[] = [...perProject].map(([projectId, n]) => ({ projectId, stored: n }));
   const statements: string[] = [];
   // Before anything else: events that may have been stored in an earlier month (a conflict if so).
-  const recheck = staged ? [] : batch.flatMap((r) => r.recheck.map((id) => [r.projectId, id] as const));
+  const recheck = staged ? [] : batch.flatMap(({ target, batch: b }) => b.recheck.map((id) => [target.projectId, id] as const));
   if (recheck.length > 0) statements.push(storedBeforeSql(recheck.map(([p]) => p), recheck.map(([, id]) => id), since));
   // Then the billing statement: its rows are the unbilled counts.
   const billingAt = statements.length;
@@ -71,10 +71,10 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   statements.push('COMMIT');
   const tail = { sql: statements.join(';\n') };
   // Rejected events go to the quarantine in the same transaction as the rows.
-  const quarantined = batch.filter((r) => r.quarantineCount > 0);
+  const quarantined = batch.filter((r) => r.batch.quarantineCount > 0);
   const quarantine: ScriptPart[] = quarantined.length === 0 ? [] : [
     { sql: COPY_QUARANTINE },
-    { copyData: quarantined.map((r) => r.quarantine) },
+    { copyData: quarantined.map((r) => r.batch.quarantine) },
   ];
 
   const results = staged ? await conn.script([...quarantine, tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, ...quarantine, tail]);
@@ -89,7 +89,7 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   if (claims.length > 0) for (const [req, n] of last.statements[billingAt]!.rows) unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
   const outcomes = batch.map((r, i) => {
     const n = unbilled.get(i) ?? 0;
-    return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: r.rowCount - stored[i]! };
+    return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: r.batch.rowCount - stored[i]! };
   });
-  return { outcomes, rows: batch.reduce((n, r) => n + r.rowCount, 0) };
+  return { outcomes, rows: batch.reduce((n, r) => n + r.batch.rowCount, 0) };
 }

@@ -47,34 +47,34 @@ export class UserRows {
     const profilesWritten: UsersToWrite['profilesWritten'] = [];
     // Profiles first: a user with a profile in this batch needs no separate sighting.
     const covered = new Map<string, Set<string>>();
-    for (const req of batch) {
-      if (req.profiles.length === 0) continue;
-      const target = req.authoritativeProfiles ? authoritative : partial;
-      const ids = inProject(covered, req.projectId, newSet);
-      for (const u of req.profiles) {
-        const fingerprint = `${req.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
-        if (this.profiles.fresh(req.projectId, u.id, fingerprint)) continue;
+    for (const { target: t, batch: b } of batch) {
+      if (b.profiles.length === 0) continue;
+      const target = t.authoritativeProfiles ? authoritative : partial;
+      const ids = inProject(covered, t.projectId, newSet);
+      for (const u of b.profiles) {
+        const fingerprint = `${t.authoritativeProfiles ? 'a' : 'p'}${JSON.stringify(u)}`;
+        if (this.profiles.fresh(t.projectId, u.id, fingerprint)) continue;
         ids.add(u.id);
-        profilesWritten.push({ projectId: req.projectId, userId: u.id, fingerprint });
-        const key = `${req.projectId}:${u.id}`;
+        profilesWritten.push({ projectId: t.projectId, userId: u.id, fingerprint });
+        const key = `${t.projectId}:${u.id}`;
         const prev = target.get(key);
-        target.set(key, prev === undefined ? { ...u, projectId: req.projectId } : { ...prev, ...definedOnly(u) });
+        target.set(key, prev === undefined ? { ...u, projectId: t.projectId } : { ...prev, ...definedOnly(u) });
       }
     }
     // Most users of a busy project were sighted within the minute: that check comes first, and
     // costs no allocation.
     const now = this.sightings.seconds();
-    for (const req of batch) {
-      if (req.userIds.length === 0) continue;
-      const project = this.sightings.project(req.projectId);
+    for (const { target: t, batch: b } of batch) {
+      if (b.userIds.length === 0) continue;
+      const project = this.sightings.project(t.projectId);
       let ids: Set<string> | undefined;
       let sighted: string[] | undefined;
-      for (const id of req.userIds) {
+      for (const id of b.userIds) {
         if (this.sightings.freshIn(project, id, now)) continue;
-        ids ??= inProject(covered, req.projectId, newSet);
+        ids ??= inProject(covered, t.projectId, newSet);
         if (ids.has(id)) continue;
         ids.add(id);
-        (sighted ??= inProject(sightings, req.projectId, newList)).push(id);
+        (sighted ??= inProject(sightings, t.projectId, newList)).push(id);
       }
     }
     return { sightings, partial: [...partial.values()], authoritative: [...authoritative.values()], profilesWritten };

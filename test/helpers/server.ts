@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
-const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+// TEST_SERVICE_MAIN: another build of the service (an older checkout's dist/src/main.js), to show
+// that a test fails without the change it covers.
+const MAIN = process.env.TEST_SERVICE_MAIN ?? fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 
 export interface RunningServer {
   url: string;

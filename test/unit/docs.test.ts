@@ -186,3 +186,38 @@ describe('README.md and docs/', () => {
     expect(broken).toEqual([]);
   });
 });
+
+describe('docs/threat-model.md', () => {
+  const model = read('docs/threat-model.md');
+  const variables = (text: string) => new Set([...text.matchAll(/`([A-Z][A-Z0-9_]{3,})`/g)].map((m) => m[1]!).filter((v) => /_/.test(v)));
+
+  it('names every variable of the README\'s hostile-input table, and the table every limit variable it names', () => {
+    const table = section(readme, '### Hostile input').join('\n');
+    const inTable = variables(table);
+    const inModel = variables(model);
+    expect(inTable.size).toBeGreaterThan(10);
+    // Names of things that are not settings (tables, secrets).
+    const notSettings = new Set(['ADMIN_TOKEN', 'DATA_DIR']);
+    expect({ missingInModel: [...inTable].filter((v) => !inModel.has(v)), missingInTable: [...inModel].filter((v) => !inTable.has(v) && !notSettings.has(v)) }).toEqual({ missingInModel: [], missingInTable: [] });
+  });
+
+  it('points at tests that exist', () => {
+    const tests = [...model.matchAll(/`(test\/[a-z0-9/_.-]+\.test\.ts)`/g)].map((m) => m[1]!);
+    expect(tests.length).toBeGreaterThan(15);
+    const missing = tests.filter((t) => {
+      try {
+        statSync(join(ROOT, t));
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it('covers every entry point', () => {
+    for (const heading of ['## Both ingestion endpoints', '## bot_api (`POST /tg`)', '## webapp (`POST /tg/webapp`)', '## Admin API, admin page and live view (`/admin`, `/admin/live`)', '## Probes and metrics', '## nginx in front (`deploy/nginx.conf`)']) {
+      expect(section(model, heading).length, heading).toBeGreaterThan(3);
+    }
+  });
+});
