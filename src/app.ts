@@ -148,7 +148,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
     perBot: { burst: config.initDataFailureBurstPerBot, perMin: config.initDataFailureRefillPerSPerBot * 60, maxKeys: 100_000 },
   });
-  const sessions = new MiniAppSessions({ publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS, failures: authFailures, verify: (check, priority) => pool.verify(check, priority) });
+  const sessions = new MiniAppSessions({ publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS, failures: authFailures, verify: (check, priority, admit) => pool.verify(check, priority, admit) });
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
     metrics.batch(t.channel, b.accepted + b.rejected + b.duplicated, {
       accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,

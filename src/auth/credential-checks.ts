@@ -14,6 +14,9 @@ export interface FailureBudget {
   /** Charges a costly check up front: 0 when charged (refund() if it passes), else the seconds to wait. */
   charge(address: string, botId?: string): number;
   refund(address: string, botId?: string): void;
+  /** The bot's budget alone: charged when a check starts running (true), refunded when it passes. */
+  chargeBot(botId: string): boolean;
+  refundBot(botId: string): void;
 }
 
 export async function costlyCheck<T>(failures: FailureBudget, address: string, botId: string | undefined, check: () => Promise<T>, passed: (result: T) => boolean): Promise<T> {

@@ -22,8 +22,11 @@ export interface SessionOptions {
   publicKeys: readonly string[];
   maxAgeS: number;
   failures: FailureBudget;
-  /** Runs an Ed25519 check; `low`: for a client past a failure budget. */
-  verify: (check: SignatureCheck, priority: 'normal' | 'low') => Promise<boolean>;
+  /**
+   * Runs an Ed25519 check; `low`: for a client past a failure budget. `admit`, asked when a
+   * normal-priority check gets its turn: false sends it to the low-priority lane instead.
+   */
+  verify: (check: SignatureCheck, priority: 'normal' | 'low', admit?: () => boolean) => Promise<boolean>;
   /** Seconds; injected so tests control expiry. */
   nowS?: () => number;
   /** Verified sessions kept. */
@@ -64,20 +67,30 @@ export class MiniAppSessions {
     if (age !== null) refuseCheaply(failures, address, new HttpError(age));
     const check = { message: dataCheckString(messengerBotId, parsed.data.fields), signature: parsed.data.signature, publicKeys: this.o.publicKeys };
     this.stats.misses++;
-    const wait = failures.charge(address, botId);
+    // The address is charged now; the bot when the check starts running, so that checks waiting
+    // for the lane hold none of its budget (a thousand real users opening the mini-app at once
+    // would otherwise spend it). A check that finds a budget spent runs in the low-priority lane.
+    const wait = failures.retryAfterS(address, botId) > 0 ? failures.retryAfterS(address, botId) : failures.charge(address);
     if (wait > 0) {
       if (!(await this.o.verify(check, 'low'))) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     } else {
+      let botCharged = false;
       let ok: boolean;
       try {
-        ok = await this.o.verify(check, 'normal');
+        ok = await this.o.verify(check, 'normal', () => (botCharged = failures.chargeBot(botId)));
       } catch (err) {
         // The service failed (a full lane), not the client.
-        failures.refund(address, botId);
+        failures.refund(address);
+        if (botCharged) failures.refundBot(botId);
         throw err;
       }
-      if (!ok) throw new HttpError('initdata_signature_invalid');
-      failures.refund(address, botId);
+      if (ok) {
+        failures.refund(address);
+        if (botCharged) failures.refundBot(botId);
+      } else if (!botCharged) {
+        // Checked in the low-priority lane: the bot's budget was spent while it waited.
+        throw new HttpError('auth_rate_limited', { retryAfterS: Math.max(1, failures.retryAfterS(address, botId)) });
+      } else throw new HttpError('initdata_signature_invalid');
     }
     const ttl = (parsed.data.authDate + this.o.maxAgeS - now) * 1000;
     if (ttl > 0) this.verified.set(key, { user: parsed.data.user, authDate: parsed.data.authDate }, { ttl });

@@ -22,24 +22,40 @@ export class BodyBudget {
 }
 
 /**
- * What requests derive from their bodies (a decompressed body, its rows, its quarantine copies)
- * counts against the same budget, and one project may hold at most a quarter of it: 57 KiB of gzip
- * can carry 30 MiB of rejected events, and a tenant sending such batches must not leave the others
- * no room.
+ * Per project, what its requests hold: their bodies once read (already counted by the HTTP front)
+ * and what they derive from them (a decompressed body, its rows, its quarantine copies), which
+ * counts against the same global budget here. One project may hold at most a quarter of the
+ * budget: 57 KiB of gzip can carry 30 MiB of rejected events, and a tenant sending such batches,
+ * or many large bodies at once, must not leave the others no room.
  */
 export class DerivedBytes {
   private readonly byProject = new Map<string, number>();
 
   constructor(private readonly budget: BodyBudget, private readonly shareOfBudget = 0.25) {}
 
-  /** False when the project already holds its share: its next request is refused before any work on it. */
-  roomFor(projectId: string): boolean {
-    return (this.byProject.get(projectId) ?? 0) < this.budget.maxBytes * this.shareOfBudget;
+  private get share(): number {
+    return this.budget.maxBytes * this.shareOfBudget;
   }
 
+  /** Whether the project may start on a body of `declared` bytes: false when it holds its share already. */
+  roomFor(projectId: string, declared = 0): boolean {
+    const held = this.byProject.get(projectId) ?? 0;
+    return held === 0 || held + declared <= this.share;
+  }
+
+  /** A body the HTTP front holds already, counted against the project's share only. */
+  holdBody(projectId: string, n: number): void {
+    this.byProject.set(projectId, (this.byProject.get(projectId) ?? 0) + n);
+  }
+
+  releaseBody(projectId: string, n: number): void {
+    this.forget(projectId, n);
+  }
+
+  /** What a request derived from its body: counted against the project's share and the global budget. */
   take(projectId: string, n: number): boolean {
     const held = this.byProject.get(projectId) ?? 0;
-    if (held > 0 && held + n > this.budget.maxBytes * this.shareOfBudget) return false;
+    if (held > 0 && held + n > this.share) return false;
     if (!this.budget.take(n)) return false;
     this.byProject.set(projectId, held + n);
     return true;
@@ -47,6 +63,10 @@ export class DerivedBytes {
 
   release(projectId: string, n: number): void {
     this.budget.release(n);
+    this.forget(projectId, n);
+  }
+
+  private forget(projectId: string, n: number): void {
     const left = (this.byProject.get(projectId) ?? 0) - n;
     if (left > 0) this.byProject.set(projectId, left);
     else this.byProject.delete(projectId);

@@ -17,18 +17,25 @@ export class Readiness {
     return this.current;
   }
 
+  /** One check at a time: while one hangs (a database that does not answer), none is added beside it. */
   async refresh(): Promise<void> {
-    if (this.running) return;
+    if (this.running) {
+      this.current = 'database_unreachable';
+      return;
+    }
     this.running = true;
+    const check = this.check().catch(() => 'database_unreachable' as const);
+    void check.finally(() => {
+      this.running = false;
+    });
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<ReadyState>((resolve) => {
       timer = setTimeout(() => resolve('database_unreachable'), this.everyMs);
     });
     try {
-      this.current = await Promise.race([this.check().catch(() => 'database_unreachable' as const), late]);
+      this.current = await Promise.race([check, late]);
     } finally {
       clearTimeout(timer);
-      this.running = false;
     }
   }
 

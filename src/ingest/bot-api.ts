@@ -66,15 +66,21 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       if (token.projectId === null) throw new HttpError('bot_not_linked');
       const projectId = token.projectId;
       await deps.quota.check(projectId);
-      checkRoom(deps, projectId);
+      checkRoom(deps, projectId, Number(req.headers['content-length']) || 0);
       const plan = await deps.plans.get(projectId);
       const body = await readBody();
-      const receivedAt = new Date().toISOString();
-      const connection = `token:${token.tokenId}`;
-      const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
-      const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
-      if (!result.ok) throw HttpError.from(result.refusal);
-      return commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
+      // The body counts against the project's share while the request holds it.
+      deps.derived.holdBody(projectId, body.byteLength);
+      try {
+        const receivedAt = new Date().toISOString();
+        const connection = `token:${token.tokenId}`;
+        const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
+        const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
+        if (!result.ok) throw HttpError.from(result.refusal);
+        return await commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
+      } finally {
+        deps.derived.releaseBody(projectId, body.byteLength);
+      }
     }
   };
 }

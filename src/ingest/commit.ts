@@ -58,32 +58,32 @@ function withoutQuarantine(b: BatchResult): BatchResult {
   return { ...b, quarantine: new Uint8Array(0), quarantineCount: 0, quarantineCodes: {}, diagnostics, diagnosticCounts, diagnosticsTruncated: b.diagnosticsTruncated || cut };
 }
 
-const OVER_SHARE = 'The project holds more request data than its share at once; retry after the delay in Retry-After. Nothing of this request was stored.';
+const OVER_SHARE = 'The service, or this project\'s share of it, holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.';
 
-/** Before any work on a body: a project already at its share of MAX_INFLIGHT_BODY_BYTES waits. */
-export function checkRoom(deps: CommitDeps, projectId: string): void {
-  if (!deps.derived.roomFor(projectId)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
+/** Before any work on a body of `declared` bytes: a project already at its share of MAX_INFLIGHT_BODY_BYTES waits. */
+export function checkRoom(deps: CommitDeps, projectId: string, declared = 0): void {
+  if (!deps.derived.roomFor(projectId, declared)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
 }
 
 export async function commitBatch(deps: CommitDeps, result: BatchResult, t: CommitTarget): Promise<Reply> {
   let batch = result;
-  if (batch.quarantineCount > 0 && !(await deps.quarantineBudget.admit(t.projectId, batch.quarantine.byteLength))) {
-    deps.quarantineBudget.drop(t.projectId, batch.quarantineCount);
-    batch = withoutQuarantine(batch);
-  }
-  // Resending a batch whose every event was rejected can never succeed: 400 with the normal body
-  // (once its rejected events are in quarantine).
-  const status = batch.accepted === 0 ? 400 : 202;
-  if (batch.accepted === 0 && batch.quarantineCount === 0) {
-    deps.onOutcome?.(t, batch, null);
-    return { status, body: responseBody(batch, 0) };
-  }
-  // The rows and the quarantine copies (and an inflated body) are held until the commit settles.
-  const derived = batch.rows.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
-  if (!deps.derived.take(t.projectId, derived)) {
-    throw new HttpError('overloaded', { message: 'The service holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
-  }
+  // What this request holds until the commit settles is counted before anything is awaited.
+  let derived = batch.rows.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
+  if (!deps.derived.take(t.projectId, derived)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
   try {
+    if (batch.quarantineCount > 0 && !(await deps.quarantineBudget.admit(t.projectId, batch.quarantine.byteLength))) {
+      deps.quarantineBudget.drop(t.projectId, batch.quarantineCount);
+      deps.derived.release(t.projectId, batch.quarantine.byteLength);
+      derived -= batch.quarantine.byteLength;
+      batch = withoutQuarantine(batch);
+    }
+    // Resending a batch whose every event was rejected can never succeed: 400 with the normal body
+    // (once its rejected events are in quarantine).
+    const status = batch.accepted === 0 ? 400 : 202;
+    if (batch.accepted === 0 && batch.quarantineCount === 0) {
+      deps.onOutcome?.(t, batch, null);
+      return { status, body: responseBody(batch, 0) };
+    }
     const reservation = await deps.quota.reserve(t.projectId, batch.accepted);
     let outcome: WriteOutcome;
     try {

@@ -32,7 +32,8 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     checkContentType(req, true);
     const gzip = isGzip(req);
     const raw = await readBody();
-    const opened = await deps.pool.openWebapp(raw, gzip, deps.limits);
+    // An address past its failure budget waits in the low-priority lane for anything it costs.
+    const opened = await deps.pool.openWebapp(raw, gzip, deps.limits, deps.authFailures.retryAfterS(req.address) > 0 ? 'low' : 'normal');
     if (!opened.ok) refuseCheaply(deps.authFailures, req.address, HttpError.from(opened.refusal));
     const { botId, initData } = opened.envelope;
     // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
@@ -49,13 +50,18 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     }
     const projectId = bot.projectId;
     await deps.quota.check(projectId);
-    checkRoom(deps, projectId);
-    const plan = await deps.plans.get(projectId);
-    const receivedAt = new Date().toISOString();
-    const connection = `webapp:${botId}`;
-    const ctx = { projectId, botId, receivedAt, channel: 'webapp' as const, connection, userId: user.id, plan, liveSample: deps.liveSample(projectId) };
-    const result = await deps.pool.webapp(opened, raw, gzip, deps.limits, ctx, user);
-    if (!result.ok) throw HttpError.from(result.refusal);
-    return commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection, receivedAt, authoritativeProfiles: true });
+    checkRoom(deps, projectId, raw.byteLength);
+    deps.derived.holdBody(projectId, raw.byteLength);
+    try {
+      const plan = await deps.plans.get(projectId);
+      const receivedAt = new Date().toISOString();
+      const connection = `webapp:${botId}`;
+      const ctx = { projectId, botId, receivedAt, channel: 'webapp' as const, connection, userId: user.id, plan, liveSample: deps.liveSample(projectId) };
+      const result = await deps.pool.webapp(opened, raw, gzip, deps.limits, ctx, user);
+      if (!result.ok) throw HttpError.from(result.refusal);
+      return await commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection, receivedAt, authoritativeProfiles: true });
+    } finally {
+      deps.derived.releaseBody(projectId, raw.byteLength);
+    }
   };
 }

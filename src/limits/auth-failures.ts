@@ -47,4 +47,13 @@ export class AuthFailures {
     this.addresses.refund(address);
     if (botId !== undefined) this.bots.refund(botId);
   }
+
+  /** Charges the bot's budget alone, when a signature check starts running: true when charged. */
+  chargeBot(botId: string): boolean {
+    return this.bots.take(botId).ok;
+  }
+
+  refundBot(botId: string): void {
+    this.bots.refund(botId);
+  }
 }

@@ -69,6 +69,9 @@ export class RowBuffer {
   bytes(): Uint8Array {
     // An empty view would still carry (and a thread message copy) the whole slab under it.
     if (this.len === 0) return new Uint8Array(0);
+    // Far more room than rows (a long body of few events, or the last doubling): the rows are
+    // copied out, so that what moves and is held (and counted) is what they take.
+    if (this.buf.length - this.len > 65_536 && this.buf.length > 2 * this.len) return new Uint8Array(this.buf.subarray(0, this.len));
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }

@@ -56,11 +56,11 @@ export function decodeJson(body: Uint8Array, gzip: boolean, limits: BodyLimits):
 /**
  * The first `max` bytes of a gzip body's content, inflating no more than that (a chunk's worth).
  * `complete`: the content ended within them. `whole`: `body` is all of the request's body (else
- * a prefix of it, whose end is not an error).
+ * a prefix of it, whose end is not an error). `enough`: asked after each chunk, true stops there.
  */
-export function inflatePrefix(body: Uint8Array, max: number, whole: boolean): Promise<{ ok: true; bytes: Buffer; complete: boolean } | { ok: false; refusal: Refusal }> {
+export function inflatePrefix(body: Uint8Array, max: number, whole: boolean, enough?: (sofar: Buffer) => boolean): Promise<{ ok: true; bytes: Buffer; complete: boolean } | { ok: false; refusal: Refusal }> {
   return new Promise((resolve) => {
-    const z = createGunzip({ chunkSize: 16 * 1024 });
+    const z = createGunzip({ chunkSize: 8 * 1024 });
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -75,6 +75,8 @@ export function inflatePrefix(body: Uint8Array, max: number, whole: boolean): Pr
       chunks.push(c);
       size += c.length;
       if (size > max) settle({ ok: true, bytes: sofar().subarray(0, max), complete: false });
+      // What is inflated so far already decides: no more is.
+      else if (enough?.(sofar())) settle({ ok: true, bytes: sofar(), complete: false });
     });
     z.on('end', () => settle({ ok: true, bytes: sofar(), complete: whole }));
     z.on('error', () => settle(whole ? { ok: false, refusal: { code: 'invalid_gzip' } } : { ok: true, bytes: sofar(), complete: false }));

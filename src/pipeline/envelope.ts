@@ -36,6 +36,11 @@ const NOT_FIRST = (prefixBytes: number): Refusal => ({
 });
 const SYNTAX: Refusal = { code: 'invalid_json', message: 'The body is not valid JSON.' };
 
+/** Whether an outcome of envelopeFromPrefix only says that the text ended too soon. */
+export function needsMore(o: EnvelopeOutcome): boolean {
+  return !o.ok && o.refusal.details?.envelopeMaxBytes !== undefined;
+}
+
 class Syntax extends Error {}
 class TooDeep extends Error {}
 

@@ -57,6 +57,9 @@ const re2: RegExpEngine = Object.assign((pattern: string, flags: string) => {
   return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
 }, { code: 're2' });
 
+/** At most this many schemas (through $ref, allOf, anyOf, …) may apply to one value of an event. */
+export const MAX_SAME_VALUE_SCHEMAS = 1000;
+
 /** Keywords whose subschemas apply to the same instance (recursion through them never ends). */
 const SAME_INSTANCE_ONE = ['not', 'if', 'then', 'else'];
 const SAME_INSTANCE_LIST = ['allOf', 'anyOf', 'oneOf'];
@@ -125,6 +128,10 @@ export function unboundedSchema(schema: unknown): string | null {
     return out;
   };
   // Depth-first search for a cycle of same-instance edges (iterative: a plan may nest deeply).
+  // Without a cycle, how many schemas end up applied to one value is counted too: references that
+  // fan out ({"allOf": [{"$ref": "#/$defs/a1"}, {"$ref": "#/$defs/a1"}]}, a1 the same over a2, …)
+  // grow it exponentially without ever looping.
+  const applications = new Map<Node, number>();
   const state = new Map<Node, 1 | 2>();
   for (const start of all) {
     if (state.has(start)) continue;
@@ -134,6 +141,10 @@ export function unboundedSchema(schema: unknown): string | null {
       const top = stack[stack.length - 1]!;
       if (top.i >= top.edges.length) {
         state.set(top.node, 2);
+        let n = 1;
+        for (const e of top.edges) n += applications.get(e) ?? 1;
+        if (n > MAX_SAME_VALUE_SCHEMAS) return `its references apply more than ${MAX_SAME_VALUE_SCHEMAS} schemas to one value`;
+        applications.set(top.node, n);
         stack.pop();
         continue;
       }

@@ -21,6 +21,8 @@ import { attempt, type IngestLimits, isFailure, moveTask, runTask, type Task, ty
 const GROUP_MAX_BODY = 64 * 1024;
 const GROUP_MAX_BYTES = 512 * 1024;
 const GROUP_MAX_TASKS = 128;
+/** How long a tracking plan may take to compile at PUT. */
+const COMPILE_TIMEOUT_MS = 10_000;
 /** Compressed bytes sent with a webapp envelope task beyond the prefix it inflates: gzip's framing. */
 const GZIP_SLACK = 16 * 1024;
 
@@ -69,31 +71,77 @@ export interface PoolOptions {
   envelopeMaxBytes: number;
 }
 
-/** A bounded number of tasks at once, the rest queued by priority, each queue bounded. */
-class Lane {
+/** How long a task may wait for the unauthenticated lane: past it, 503 (its client has likely given up). */
+const LANE_MAX_WAIT_MS = 3000;
+/** One freed slot in this many goes to the low-priority queue when both wait: it is served last, never never. */
+const LOW_EVERY = 4;
+
+interface LaneWaiter {
+  start: () => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * A bounded number of tasks at once, the rest queued by priority, each queue bounded and each wait
+ * bounded. A freed slot passes straight to the next waiter (no newcomer can slip in between).
+ */
+export class Lane {
   private running = 0;
-  private readonly normal: (() => void)[] = [];
-  private readonly low: (() => void)[] = [];
+  private turn = 0;
+  private readonly queues: Record<Priority, LaneWaiter[]> = { normal: [], low: [] };
 
   constructor(private readonly concurrency: number, private readonly max: Record<Priority, number>) {}
 
   get waiting(): number {
-    return this.normal.length + this.low.length;
+    return this.queues.normal.length + this.queues.low.length;
   }
 
-  async run<T>(priority: Priority, work: () => Promise<T>): Promise<T> {
-    if (this.running >= this.concurrency) {
-      const queue = priority === 'low' ? this.low : this.normal;
-      if (queue.length >= this.max[priority]) throw new PoolOverloaded();
-      await new Promise<void>((resolve) => queue.push(resolve));
+  /**
+   * Runs `work` in a slot. `admit`, asked when a normal-priority task gets its slot: false moves it
+   * to the low-priority queue instead (a budget spent while it waited).
+   */
+  async run<T>(priority: Priority, work: () => Promise<T>, admit?: () => boolean): Promise<T> {
+    for (let p = priority; ; p = 'low') {
+      await this.acquire(p);
+      if (p === 'normal' && admit !== undefined && !admit()) {
+        this.release();
+        continue;
+      }
+      try {
+        return await work();
+      } finally {
+        this.release();
+      }
     }
-    this.running++;
-    try {
-      return await work();
-    } finally {
-      this.running--;
-      (this.normal.shift() ?? this.low.shift())?.();
+  }
+
+  private acquire(priority: Priority): Promise<void> {
+    if (this.running < this.concurrency) {
+      this.running++;
+      return Promise.resolve();
     }
+    const queue = this.queues[priority];
+    if (queue.length >= this.max[priority]) return Promise.reject(new PoolOverloaded());
+    return new Promise((resolve, reject) => {
+      const waiter: LaneWaiter = {
+        start: () => {
+          clearTimeout(waiter.timer);
+          resolve();
+        },
+        timer: setTimeout(() => {
+          queue.splice(queue.indexOf(waiter), 1);
+          reject(new PoolOverloaded());
+        }, LANE_MAX_WAIT_MS),
+      };
+      queue.push(waiter);
+    });
+  }
+
+  private release(): void {
+    const { normal, low } = this.queues;
+    const next = low.length > 0 && (normal.length === 0 || ++this.turn % LOW_EVERY === 0) ? low.shift() : normal.shift();
+    if (next === undefined) this.running--;
+    else next.start();
   }
 }
 
@@ -146,8 +194,11 @@ export class IngestPool {
   private async run<K extends TaskKind>(task: TaskOf<K>, inline: boolean): Promise<TaskResults[K]> {
     if (inline) return unwrap(await runTask(task));
     const bytes = 'body' in task ? task.body.byteLength : 0;
-    if (task.kind === 'bot_api' || task.kind === 'webapp') {
-      if (bytes <= GROUP_MAX_BODY) return unwrap((await this.grouped(task)) as TaskResult<K>);
+    // A task checked against a tracking plan (the admin's code) goes alone: however long the plan
+    // makes it, it holds up no other project's request.
+    const t = task as Task;
+    if ((t.kind === 'bot_api' || t.kind === 'webapp') && t.ctx.plan == null && bytes <= GROUP_MAX_BODY) {
+      return unwrap((await this.grouped(task)) as TaskResult<K>);
     }
     return unwrap((await this.send(task, moveTask(task))) as TaskResult<K>);
   }
@@ -161,7 +212,7 @@ export class IngestPool {
    * Which bot and session a webapp body claims. A small plain body is parsed whole, inline (and kept
    * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only.
    */
-  async openWebapp(body: Uint8Array, gzip: boolean, limits: BodyLimits): Promise<OpenedWebapp> {
+  async openWebapp(body: Uint8Array, gzip: boolean, limits: BodyLimits, priority: Priority = 'normal'): Promise<OpenedWebapp> {
     if (this.inline('webapp_open', body.byteLength, gzip)) {
       const decoded = decodeJson(body, false, limits);
       if (!decoded.ok) return decoded;
@@ -173,7 +224,7 @@ export class IngestPool {
     const whole = body.byteLength <= needed;
     const part = new Uint8Array(whole ? body : body.subarray(0, needed));
     const task: TaskOf<'webapp_open'> = { kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits };
-    return this.lane.run('normal', async () => unwrap((await this.send(task, [part.buffer as ArrayBuffer])) as TaskResult<'webapp_open'>));
+    return this.lane.run(priority, async () => unwrap((await this.send(task, [part.buffer as ArrayBuffer])) as TaskResult<'webapp_open'>));
   }
 
   /** The events of an opened webapp body, for a verified user. */
@@ -188,16 +239,30 @@ export class IngestPool {
   }
 
   /** An Ed25519 check, always in a worker (a forged string must not cost the main thread), in the unauthenticated lane. */
-  async verify(task: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal'): Promise<boolean> {
-    this.count(priority === 'low' ? 'verify_low_priority' : 'verify', 'pool');
-    return this.lane.run(priority, async () => unwrap((await this.send({ kind: 'verify', ...task }, [])) as TaskResult<'verify'>).verified);
+  async verify(task: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal', admit?: () => boolean): Promise<boolean> {
+    let ran: Priority = priority;
+    const verified = await this.lane.run(priority, async () => unwrap((await this.send({ kind: 'verify', ...task }, [])) as TaskResult<'verify'>).verified, admit === undefined ? undefined : () => {
+      const ok = admit();
+      if (!ok) ran = 'low';
+      return ok;
+    });
+    this.count(ran === 'low' ? 'verify_low_priority' : 'verify', 'pool');
+    return verified;
   }
 
   /** Compiles a tracking plan in a worker: null when it compiles, else the event whose schema does not. */
   async compilePlan(plan: TrackingPlan): Promise<{ eventName: string; message: string } | null> {
     this.count('compile_plan', 'pool');
-    const r = unwrap((await this.send({ kind: 'compile_plan', plan }, [])) as TaskResult<'compile_plan'>);
-    return r.ok ? null : { eventName: r.eventName, message: r.message };
+    let r: TaskResult<'compile_plan'>;
+    try {
+      // A compile that takes longer ends its worker (piscina starts another).
+      r = (await this.send({ kind: 'compile_plan', plan }, [], AbortSignal.timeout(COMPILE_TIMEOUT_MS))) as TaskResult<'compile_plan'>;
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') return { eventName: '*', message: `the plan did not compile within ${COMPILE_TIMEOUT_MS / 1000} s` };
+      throw err;
+    }
+    const compiled = unwrap(r);
+    return compiled.ok ? null : { eventName: compiled.eventName, message: compiled.message };
   }
 
   /** Quarantined events checked again (a replay), in a worker: the plan's schemas are the admin's code. */
@@ -243,9 +308,9 @@ export class IngestPool {
     );
   }
 
-  private async send(task: WorkerTask, transferList: ArrayBuffer[]): Promise<WorkerResult> {
+  private async send(task: WorkerTask, transferList: ArrayBuffer[], signal?: AbortSignal): Promise<WorkerResult> {
     try {
-      return await this.pool.run(task, { transferList });
+      return await this.pool.run(task, { transferList, ...(signal === undefined ? {} : { signal }) });
     } catch (err) {
       if ((err as Error).message?.includes('Task queue is at limit')) throw new PoolOverloaded();
       throw err;

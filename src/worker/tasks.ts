@@ -5,7 +5,7 @@ import { verifySignature } from '../auth/ed25519.js';
 import type { UserSeen } from '../model.js';
 import { type BatchContext, type BatchOutcome, processBotApiBatch, processWebappBatch, recheckQuarantined, type Rechecked } from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson, inflatePrefix } from '../pipeline/decode.js';
-import { type EnvelopeOutcome, envelopeFromPrefix, readWebappEnvelope, sameEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';
+import { type EnvelopeOutcome, envelopeFromPrefix, needsMore, readWebappEnvelope, sameEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';
 import { compilePlan, PlanInvalid, type TrackingPlan } from '../pipeline/plans.js';
 
 export interface IngestLimits extends BodyLimits {
@@ -128,7 +128,9 @@ async function openWebapp(task: WebappOpenTask): Promise<EnvelopeOutcome> {
   let bytes = task.body;
   let complete = task.whole;
   if (task.gzip) {
-    const inflated = await inflatePrefix(task.body, task.prefixBytes, task.whole);
+    // Inflating stops as soon as the envelope is found or refused (a bomb naming no bot costs one chunk).
+    const decided = (sofar: Buffer) => !needsMore(envelopeFromPrefix(sofar.toString('utf8'), task.limits, task.prefixBytes));
+    const inflated = await inflatePrefix(task.body, task.prefixBytes, task.whole, decided);
     if (!inflated.ok) return inflated;
     ({ bytes, complete } = inflated);
   } else if (bytes.byteLength > task.prefixBytes) {
@@ -184,7 +186,11 @@ export function runTask<K extends TaskKind>(task: TaskOf<K>): TaskResult<K> | Pr
 
 /** What a worker serves: one task, or a group of small ones, each with its own fate. */
 export function serve(task: WorkerTask): WorkerResult | Promise<WorkerResult> {
-  if (task.kind === 'group') return { results: task.tasks.map((t) => runTask(t) as TaskResult) };
+  // Only tasks that finish at once are grouped (a webapp_open never is): a promise here is a bug, answered as one.
+  if (task.kind === 'group') return { results: task.tasks.map((t) => {
+    const r = runTask(t);
+    return r instanceof Promise ? { failed: `a ${t.kind} task cannot run in a group`, byInput: false } : r;
+  }) };
   return runTask(task);
 }
 

@@ -5,7 +5,8 @@
 // server (25006, a replica after a failover). A deadlock or serialization failure is retried. A
 // batch that meets stored rows goes through staging. Anything else may be one request's data (a
 // value PostgreSQL cannot index or store): the batch is split until each request learns its own
-// fate, and a request whose rows are still refused alone is answered 400, never its neighbours.
+// fate, and a request whose rows are still refused alone is answered 400, never its neighbours
+// (unless every request of the batch was refused: then the fault is not theirs, see group-commit.ts).
 
 export type Failure = 'conflict' | 'retry' | 'unavailable' | 'data';
 
@@ -14,6 +15,8 @@ export const RETRIES = 3;
 export const DOWN_MS = 500;
 
 const STATE_CLASSES = /^(08|53|57|58)[0-9A-Z]{3}$/;
+/** What only a request's values cause: data exceptions, integrity violations, program limits (an index row too large). */
+export const REQUEST_DATA = /^(22|23|54)[0-9A-Z]{3}$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 /** PgError, or anything else that failed: ConnectionLost, a refused connection, a timeout. */

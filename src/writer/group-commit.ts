@@ -11,7 +11,7 @@
 //
 // Dedup is optimistic: rows are COPied straight into `events`; only when that meets an existing
 // (project_id, event_id) does the batch run again through a staging table with ON CONFLICT DO NOTHING.
-import { classify, DOWN_MS, RETRIES } from './failure-policy.js';
+import { classify, DOWN_MS, REQUEST_DATA, RETRIES } from './failure-policy.js';
 import { type EventSink, WriteError, type WriteOutcome, type WriteRequest } from './sink.js';
 import { PREPARE_STATEMENTS } from './statements.js';
 import { commitRequests, type Committed } from './transaction.js';
@@ -191,33 +191,52 @@ export class GroupCommitWriter implements EventSink {
   /**
    * Commits a batch. When the database refuses its data, the batch is halved and each half
    * committed on its own, down to single requests: one request's rows cannot sink the others, and
-   * finding it costs about 2·log2(requests) commits.
+   * finding it costs about 2·log2(requests) commits. Who is to blame is decided once the halving is
+   * done: requests refused while others of the batch committed are refused for their own data
+   * (400); when every request of a batch of several is refused, or a batch of one is refused for
+   * anything but its values (SQLSTATE classes 22, 23, 54), it is the database or the service, and
+   * they are answered 503 like an outage.
    */
   private async runBatch(slot: Slot, batch: Pending[]): Promise<void> {
+    const refused: { p: Pending; err: unknown }[] = [];
+    const committed = await this.bisect(slot, batch, refused);
+    if (refused.length === 0) return;
+    const systemic = committed === 0 && (batch.length > 1 || !REQUEST_DATA.test(String((refused[0]!.err as { code?: unknown }).code ?? '')));
+    if (systemic) {
+      this.downUntil = performance.now() + DOWN_MS;
+      this.opts.onError?.(refused[0]!.err, 'unavailable');
+      for (const { p, err } of refused) p.reject(new WriteError('unavailable', 'the database refused every request of the batch', err));
+      return;
+    }
+    for (const { p, err } of refused) {
+      const code = (err as { code?: string }).code;
+      p.reject(new WriteError('refused', `the database refused the rows (SQLSTATE ${code}): ${(err as Error).message}`, err));
+    }
+  }
+
+  /** Commits what it can of `batch`; returns how many requests committed, and adds the ones refused for data to `refused`. */
+  private async bisect(slot: Slot, batch: Pending[], refused: { p: Pending; err: unknown }[]): Promise<number> {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await this.commit(slot, batch);
         batch.forEach((p, i) => p.resolve(outcomes[i]!));
-        return;
+        return batch.length;
       } catch (err) {
         const kind = err instanceof Timeout ? 'unavailable' : classify(err);
         this.opts.onError?.(err, kind === 'data' ? 'refused' : kind === 'retry' ? 'retry' : 'unavailable');
         if (kind === 'retry' && attempt < RETRIES) continue;
         if (kind === 'data' && batch.length > 1) {
           const half = Math.ceil(batch.length / 2);
-          await this.runBatch(slot, batch.slice(0, half));
-          await this.runBatch(slot, batch.slice(half));
-          return;
+          return (await this.bisect(slot, batch.slice(0, half), refused)) + (await this.bisect(slot, batch.slice(half), refused));
         }
         if (kind === 'data') {
-          const code = (err as { code?: string }).code;
-          batch[0]!.reject(new WriteError('refused', `the database refused the rows (SQLSTATE ${code}): ${(err as Error).message}`, err));
-          return;
+          refused.push({ p: batch[0]!, err });
+          return 0;
         }
         this.downUntil = performance.now() + DOWN_MS;
         const error = new WriteError('unavailable', 'the database is unavailable', err);
         for (const p of batch) p.reject(error);
-        return;
+        return 0;
       }
     }
   }

@@ -93,6 +93,22 @@ describe('values that could break COPY', () => {
 });
 
 describe('rows PostgreSQL refuses', () => {
+  it('refused for every request of a batch: the database\'s fault, answered 503 like an outage, never 400', async () => {
+    // A constraint nothing can meet (as a broken migration or a missing partition would be).
+    await db.sql`ALTER TABLE events ADD CONSTRAINT test_nothing CHECK (event_name = 'never') NOT VALID`;
+    try {
+      const answers = await Promise.all(Array.from({ length: 30 }, () => postB(srv.url, p.token, { events: [serverEvent()] })));
+      const statuses = answers.map((r) => r.status);
+      // Alone in a batch, a request refused for its values is its own 400; with others, 503.
+      expect(statuses.filter((s) => s === 503).length, JSON.stringify(answers.map((r) => r.body))).toBeGreaterThan(0);
+      for (const r of answers) expect([400, 503]).toContain(r.status);
+      for (const r of answers.filter((a) => a.status === 503)) expect(r.body.error).toBe('unavailable');
+    } finally {
+      await db.sql`ALTER TABLE events DROP CONSTRAINT test_nothing`;
+    }
+    await new Promise((r) => setTimeout(r, 600));
+  });
+
   it('fail only their own request; the others in the same group commit are stored', async () => {
     // A constraint the service knows nothing about makes one request's rows unstorable.
     await db.sql`ALTER TABLE events ADD CONSTRAINT test_no_poison CHECK (event_name <> 'poison-pill')`;

@@ -45,3 +45,13 @@ describe('compilePlan', () => {
     expect(() => compilePlan({ mode: 'block', unplannedEvents: 'allow', events: { bad: { $ref: '#' } } })).toThrow(/never end/);
   });
 });
+
+describe('unboundedSchema, without a cycle', () => {
+  it('refuses references that fan out until thousands of schemas apply to one value', () => {
+    const defs: Record<string, unknown> = { a40: { type: 'string' } };
+    for (let k = 39; k >= 0; k--) defs[`a${k}`] = { allOf: [{ $ref: `#/$defs/a${k + 1}` }, { $ref: `#/$defs/a${k + 1}` }] };
+    expect(unboundedSchema({ $defs: defs, $ref: '#/$defs/a0' })).toContain('more than 1000 schemas');
+    // A shared definition used many times over is fine while the total stays small.
+    expect(unboundedSchema({ $defs: { p: { type: 'integer' } }, allOf: Array.from({ length: 50 }, () => ({ $ref: '#/$defs/p' })) })).toBeNull();
+  });
+});
