@@ -8,8 +8,8 @@
 // answer, so a leaked secret costs lookups, never access.
 import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../db/connect.js';
-import { batchLoader } from './batch-loader.js';
-import { RefreshingCache } from './refreshing-cache.js';
+import { batchLoader } from '../cache/batch-loader.js';
+import { RefreshingCache } from '../cache/refreshing-cache.js';
 
 export const TOKEN_PREFIX = 'tgk_';
 /** Exactly what newToken() issues: anything else is refused without a query. */

@@ -1,7 +1,7 @@
 // The webapp endpoint's view of a bot, by the service bot id sent in the body.
 import type { Sql } from '../db/connect.js';
-import { batchLoader } from './batch-loader.js';
-import { RefreshingCache } from './refreshing-cache.js';
+import { batchLoader } from '../cache/batch-loader.js';
+import { RefreshingCache } from '../cache/refreshing-cache.js';
 
 export interface BotInfo {
   botId: string;

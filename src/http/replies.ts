@@ -1,6 +1,6 @@
 // The one place where failures become answers: HTTP refusals as they are, and the domain errors of
 // the pipeline (quota, worker pool, credential lookups, the writer) mapped to codes of the error table.
-import { LookupFailed } from '../auth/refreshing-cache.js';
+import { LookupFailed } from '../cache/refreshing-cache.js';
 import { ERRORS, HttpError } from '../errors.js';
 import { PoolOverloaded, TaskFailed } from '../worker/pool.js';
 import { QuotaRefusal } from '../limits/quota.js';

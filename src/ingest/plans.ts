@@ -1,8 +1,8 @@
 // Which tracking plan is in force for a project, as the ingestion path asks for it on every request:
 // cached like credentials, so a changed plan is in force on every instance within
 // 2 × AUTH_CACHE_TTL_MS, and projects without a plan cost no query after the first.
-import { batchLoader } from '../auth/batch-loader.js';
-import { RefreshingCache } from '../auth/refreshing-cache.js';
+import { batchLoader } from '../cache/batch-loader.js';
+import { RefreshingCache } from '../cache/refreshing-cache.js';
 import type { Sql } from '../db/connect.js';
 import type { PlanRef } from '../pipeline/plans.js';
 

@@ -3,8 +3,8 @@
 // and only for projects that quarantine), plus what this instance admitted since; past the budget
 // a batch's rejected events are answered as usual but not kept, and counted. The counts reach the
 // database (and through it every instance's admin summary) with each quarantine prune.
-import { batchLoader } from '../auth/batch-loader.js';
-import { RefreshingCache } from '../auth/refreshing-cache.js';
+import { batchLoader } from '../cache/batch-loader.js';
+import { RefreshingCache } from '../cache/refreshing-cache.js';
 import type { Sql } from '../db/connect.js';
 
 export class QuarantineBudget {

@@ -1,4 +1,4 @@
-// A bounded cache for what the database says about credentials (tokens, bots).
+// A bounded cache for what the database says about a key (tokens, bots, plans, allowances, usage).
 // Fresh for `ttlMs`; for a while after that it still answers while one refresh runs in the
 // background, so a hot key never waits on the database; past `maxStaleMs` it must be re-read,
 // which is what bounds how long a revoked token or a switched-off bot keeps working.

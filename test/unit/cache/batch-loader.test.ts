@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchLoader } from '../../../src/auth/batch-loader.js';
+import { batchLoader } from '../../../src/cache/batch-loader.js';
 
 /** loadMany over a fixed table, every call's keys recorded. */
 function table(rows: Record<string, number>) {

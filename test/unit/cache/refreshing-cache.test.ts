@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LookupFailed, RefreshingCache, type RefreshingCacheOptions } from '../../../src/auth/refreshing-cache.js';
+import { LookupFailed, RefreshingCache, type RefreshingCacheOptions } from '../../../src/cache/refreshing-cache.js';
 
 interface Token {
   id: string;
