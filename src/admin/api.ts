@@ -3,7 +3,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from '../errors.js';
 import type { BodyReader, Handler, HttpServer, Reply, Request } from '../http/server.js';
-import type { ProjectStats } from '../ingest/stats.js';
+import type { ProjectStats } from '../quality/stats.js';
 import { TokenBuckets } from '../limits/token-bucket.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../pipeline/decode.js';
 import { parseUuid } from '../pipeline/ids.js';

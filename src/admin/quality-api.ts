@@ -1,10 +1,10 @@
 // The admin API of event quality: a project's tracking plan, its quarantine, and replay.
 import { HttpError } from '../errors.js';
 import type { HttpServer, Request } from '../http/server.js';
-import { replay, type ReplayDeps } from '../ingest/replay.js';
+import { replay, type ReplayDeps } from '../quality/replay.js';
 import { MAX_PLAN_BYTES, type TrackingPlan } from '../pipeline/plans.js';
 import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from './api.js';
-import type { QualityStore } from './quality-store.js';
+import type { QualityStore } from '../quality/store.js';
 import type { AdminStore } from './store.js';
 
 const planShape = ajv.compile({

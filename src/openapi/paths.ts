@@ -4,7 +4,7 @@ import { PATHS } from '../endpoints.js';
 import type { ErrorCode } from '../errors.js';
 import { QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
 import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
-import { REPLAY_MAX } from '../ingest/replay.js';
+import { REPLAY_MAX } from '../quality/replay.js';
 import { ERROR_CODES, ref } from './schemas.js';
 import { json, type HeaderSet, type Obj, operation, type OperationSpec, param } from './operations.js';
 

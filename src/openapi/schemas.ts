@@ -3,7 +3,7 @@
 // patterns from the pipeline's own constants, so the document follows the code when either changes.
 import { ENDPOINTS } from '../endpoints.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
-import { REPLAY_MAX } from '../ingest/replay.js';
+import { REPLAY_MAX } from '../quality/replay.js';
 import { MAX_EVENTS, QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
 import { DIAGNOSTICS, MAX_DIAGNOSTICS, MAX_EVENT_DIAGNOSTICS, PLAN_CODES, type DiagnosticCode, type Severity } from '../pipeline/diagnostics.js';
 import { EVENT_TYPES, LIMITS, PROP_KEY } from '../pipeline/event.js';

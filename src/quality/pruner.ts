@@ -4,7 +4,7 @@
 // quarantine costs PostgreSQL ~75 ms per million rows, every time). Projects not yet pruned, because
 // another instance held the prune lock or the prune failed, wait for the next one.
 import type { Logger } from '../log.js';
-import type { QualityStore } from './quality-store.js';
+import type { QualityStore } from './store.js';
 
 export interface PruneOptions {
   maxEvents: number;

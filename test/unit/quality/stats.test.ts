@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IngestStats } from '../../../src/ingest/stats.js';
+import { IngestStats } from '../../../src/quality/stats.js';
 
 const MINUTE = 60_000;
 const START = Date.UTC(2026, 10, 22, 10, 0, 30); // half a minute into 10:00 UTC

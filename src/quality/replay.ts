@@ -2,7 +2,7 @@
 // arrived now on its original channel and connection. Accepted events are stored (billed by the
 // usual rules, deduplicated by eventId) and leave quarantine; those already stored count as
 // duplicated and leave too; the others stay with their new reasons. A dry run changes nothing.
-import type { QualityStore, QuarantineFilter, QuarantineRow } from '../admin/quality-store.js';
+import type { QualityStore, QuarantineFilter, QuarantineRow } from './store.js';
 import type { Sql } from '../db/connect.js';
 import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { QuarantinePruner } from '../../../src/admin/quarantine-pruner.js';
-import type { QualityStore } from '../../../src/admin/quality-store.js';
+import { QuarantinePruner } from '../../../src/quality/pruner.js';
+import type { QualityStore } from '../../../src/quality/store.js';
 import type { Logger } from '../../../src/log.js';
 
 /** A store that records which projects each prune was asked to count, and answers as told. */
