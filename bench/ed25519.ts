@@ -3,7 +3,7 @@
 import { createHash, hash } from 'node:crypto';
 import * as noble from '@noble/ed25519';
 import { LRUCache } from 'lru-cache';
-import { verifySignature } from '../src/auth/ed25519.js';
+import { verifySignature } from '../src/worker/ed25519.js';
 import { dataCheckString, parseInitData } from '../src/auth/initdata.js';
 import { makeInitData, newSigner } from './lib/initdata.js';
 import type { Row } from './lib/report.js';

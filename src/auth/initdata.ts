@@ -3,7 +3,7 @@
 // with values decoded exactly as received, sorted by key, joined by newlines.
 import type { ErrorCode } from '../errors.js';
 import type { UserSeen } from '../model.js';
-import { profileText } from '../pipeline/profiles.js';
+import { profileText } from '../pipeline/strings.js';
 
 export interface ParsedInitData {
   /** The sorted key=value lines, without the bot prefix. */

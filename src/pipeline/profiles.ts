@@ -1,25 +1,11 @@
-// Who a person or a bot is: users[] profiles and the bot snapshot of bot_api requests, and the
-// one rule for every profile string (users[] and initData alike).
+// Who a person or a bot is: users[] profiles and the bot snapshot of bot_api requests.
 import type { BotSnapshot, UserSeen } from '../model.js';
 import type { DiagnosticSink } from './diagnostics.js';
 import { messengerId } from './ids.js';
 import { isObject } from './json.js';
-import { repairString, truncateCodePoints } from './strings.js';
+import { profileText } from './strings.js';
 
-export const PROFILE_CHARS = 256;
 const DESCRIPTION_CHARS = 4096;
-
-/**
- * A profile string as stored: repaired (no NUL, no unpaired surrogate) and cut to `max` code points
- * without splitting a pair. undefined: absent; null: explicitly empty; false: not a string.
- */
-export function profileText(v: unknown, max = PROFILE_CHARS): string | null | undefined | false {
-  if (v === undefined) return undefined;
-  if (v === null) return null;
-  if (typeof v !== 'string') return false;
-  const s = repairString(v).value;
-  return truncateCodePoints(s, max) ?? s;
-}
 
 export function parseProfiles(users: unknown, diag: DiagnosticSink): UserSeen[] {
   if (!Array.isArray(users)) {

@@ -50,3 +50,18 @@ export function displayKey(key: string): string {
   const shown = cut === null ? key : `${cut}…`;
   return repairString(shown).value;
 }
+
+export const PROFILE_CHARS = 256;
+
+/**
+ * The one rule for every profile string (users[] and initData alike): repaired (no NUL, no
+ * unpaired surrogate) and cut to `max` code points without splitting a pair. undefined: absent;
+ * null: explicitly empty; false: not a string.
+ */
+export function profileText(v: unknown, max = PROFILE_CHARS): string | null | undefined | false {
+  if (v === undefined) return undefined;
+  if (v === null) return null;
+  if (typeof v !== 'string') return false;
+  const s = repairString(v).value;
+  return truncateCodePoints(s, max) ?? s;
+}

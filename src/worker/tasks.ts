@@ -1,7 +1,7 @@
 // The messages between the main thread and the workers, and the one function that serves them.
 // Runs in a worker or, for small bodies, inline on the main thread: the same code either way.
 // Every task runs in its own try: a throw answers its own request, never the others of a group.
-import { verifySignature } from '../auth/ed25519.js';
+import { verifySignature } from './ed25519.js';
 import type { UserSeen } from '../model.js';
 import { type BatchContext, type BatchOutcome, processBotApiBatch, processWebappBatch, recheckQuarantined, type Rechecked } from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson, inflatePrefix } from '../pipeline/decode.js';

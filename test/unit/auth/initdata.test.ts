@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { verifySignature } from '../../../src/auth/ed25519.js';
+import { verifySignature } from '../../../src/worker/ed25519.js';
 import { checkAge, dataCheckString, parseInitData } from '../../../src/auth/initdata.js';
 import { makeInitData, newSigner } from '../../helpers/initdata.js';
 
