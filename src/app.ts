@@ -1,6 +1,6 @@
 // Composition of the service: database, writer, worker pool, caches, limiters and routes.
 import { adminGuard, mountAdmin } from './admin/api.js';
-import { LiveHub } from './admin/live.js';
+import { LiveHub } from './http/live.js';
 import { mountQuality } from './admin/quality-api.js';
 import { QualityStore } from './quality/store.js';
 import { QuarantinePruner } from './quality/pruner.js';
@@ -17,7 +17,7 @@ import { maintainPartitions } from './db/partitions.js';
 import { watchDatabase } from './db/watch.js';
 import { PATHS, routeGroup } from './endpoints.js';
 import { HttpError } from './errors.js';
-import { BodyBudget, DerivedBytes } from './http/body-budget.js';
+import { BodyBudget, DerivedBytes } from './limits/body-budget.js';
 import { corsHeaders, corsPreflight } from './http/cors.js';
 import { type Handler, HttpServer, type Reply, type Request } from './http/server.js';
 import { Readiness } from './http/readiness.js';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ERRORS, HttpError, STATUS_TEXT } from '../errors.js';
 import { clientAddress } from './client-address.js';
-import { type BodyBudget } from './body-budget.js';
+import { type BodyBudget } from '../limits/body-budget.js';
 import { Aborted, replyFor } from './replies.js';
 import type { Tarpit } from './tarpit.js';
 import uws, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';
@@ -21,6 +21,8 @@ export interface Request {
   params: string[];
   /** The client's address: the peer's, or with TRUST_PROXY the one the proxy forwarded. */
   address: string;
+  /** Set by a handler: headers for whatever this request is answered, a refusal too (RateLimit-*). */
+  replyHeaders?: Record<string, string>;
 }
 
 export interface Reply {
@@ -235,6 +237,7 @@ export class HttpServer {
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       const base = this.opts.baseHeaders?.(req);
       if (base) for (const k in base) res.writeHeader(k, base[k]!);
+      if (req.replyHeaders) for (const k in req.replyHeaders) res.writeHeader(k, req.replyHeaders[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
       if (reply.status === 204) res.endWithoutBody(0, this.closing);
       else if (this.closing || close) res.end(body, true);

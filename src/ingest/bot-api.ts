@@ -4,8 +4,7 @@
 import type { TokenResolver } from '../auth/api-tokens.js';
 import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
 import { HttpError } from '../errors.js';
-import { replyFor } from '../http/replies.js';
-import type { Handler, Reply } from '../http/server.js';
+import type { Handler } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { checkRoom, commitBatch, type CommitDeps } from './commit.js';
@@ -27,7 +26,7 @@ export interface BotApiDeps extends CommitDeps, QualityDeps {
   authFailures: AuthFailures;
   pool: IngestPool;
   limits: IngestLimits;
-  /** True while shutting down: new requests are turned away (with their RateLimit-* headers). */
+  /** True while shutting down: new requests are turned away. */
   closing: () => boolean;
   onRateLimited?: () => void;
 }
@@ -38,49 +37,38 @@ function rateHeaders(r: TakeResult): Record<string, string> {
 
 export function botApiEndpoint(deps: BotApiDeps): Handler {
   return async (req, readBody) => {
-    const seen: { rate: TakeResult | null } = { rate: null };
-    let reply: Reply;
-    try {
-      reply = await handle();
-    } catch (err) {
-      reply = replyFor(err);
+    if (deps.closing()) throw new HttpError('shutting_down', { retryAfterS: 1 });
+    checkContentType(req, false);
+    const gzip = isGzip(req);
+    const key = req.headers['x-api-key']?.trim();
+    if (key === undefined || key === '') refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
+    // A key that would cost a query is refused to an address that keeps presenting unknown ones.
+    const token = await resolveCredential(deps.authFailures, req.address, deps.tokens, key, () => new HttpError('api_key_invalid'));
+    const rate = deps.buckets.take(token.tokenId);
+    // From here every answer, a refusal too, tells the token's bucket, as the IETF draft expects.
+    req.replyHeaders = rateHeaders(rate);
+    if (!rate.ok) {
+      deps.onRateLimited?.();
+      throw new HttpError('rate_limited', { retryAfterS: rate.retryAfterS });
     }
-    // On every response, as the IETF draft expects; before the token is known, a full bucket.
-    reply.headers = { ...reply.headers, ...rateHeaders(seen.rate ?? deps.buckets.fresh()) };
-    return reply;
-
-    async function handle(): Promise<Reply> {
-      if (deps.closing()) throw new HttpError('shutting_down', { retryAfterS: 1 });
-      checkContentType(req, false);
-      const gzip = isGzip(req);
-      const key = req.headers['x-api-key']?.trim();
-      if (key === undefined || key === '') refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
-      // A key that would cost a query is refused to an address that keeps presenting unknown ones.
-      const token = await resolveCredential(deps.authFailures, req.address, deps.tokens, key, () => new HttpError('api_key_invalid'));
-      const rate = (seen.rate = deps.buckets.take(token.tokenId));
-      if (!rate.ok) {
-        deps.onRateLimited?.();
-        throw new HttpError('rate_limited', { retryAfterS: rate.retryAfterS });
-      }
-      if (!token.apiIngest) throw new HttpError('api_ingest_disabled');
-      if (token.projectId === null) throw new HttpError('bot_not_linked');
-      const projectId = token.projectId;
-      await deps.quota.check(projectId);
-      checkRoom(deps, projectId, Number(req.headers['content-length']) || 0);
-      const plan = await deps.plans.get(projectId);
-      const body = await readBody();
-      // The body counts against the project's share while the request holds it.
-      deps.derived.holdBody(projectId, body.byteLength);
-      try {
-        const receivedAt = new Date().toISOString();
-        const connection = `token:${token.tokenId}`;
-        const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
-        const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
-        if (!result.ok) throw HttpError.from(result.refusal);
-        return await commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
-      } finally {
-        deps.derived.releaseBody(projectId, body.byteLength);
-      }
+    if (!token.apiIngest) throw new HttpError('api_ingest_disabled');
+    if (token.projectId === null) throw new HttpError('bot_not_linked');
+    const projectId = token.projectId;
+    await deps.quota.check(projectId);
+    checkRoom(deps, projectId, Number(req.headers['content-length']) || 0);
+    const plan = await deps.plans.get(projectId);
+    const body = await readBody();
+    // The body counts against the project's share while the request holds it.
+    deps.derived.holdBody(projectId, body.byteLength);
+    try {
+      const receivedAt = new Date().toISOString();
+      const connection = `token:${token.tokenId}`;
+      const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
+      const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
+      if (!result.ok) throw HttpError.from(result.refusal);
+      return await commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
+    } finally {
+      deps.derived.releaseBody(projectId, body.byteLength);
     }
   };
 }

@@ -1,7 +1,7 @@
 // The last stage both endpoints share: reserve quota, hand the rows to the sink, and answer 202
 // only once they are committed.
 import { HttpError } from '../errors.js';
-import type { DerivedBytes } from '../http/body-budget.js';
+import type { DerivedBytes } from '../limits/body-budget.js';
 import type { Reply } from '../http/server.js';
 import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';

@@ -25,10 +25,11 @@ const QUALITY = [
   `Every event rejected with an error is kept in the project's quarantine (committed with the accepted rows; over ${QUARANTINE_EVENT_BYTES / 1024} KiB of JSON, only its beginning), not billed, and can be replayed with the admin API once fixed. A request refused whole (an error code) keeps nothing.`,
 ].join(' ');
 
-/** Every answer of the bot_api endpoint carries them (before the token is known, a full bucket); a 405 comes from no endpoint. */
+/** Every answer of the bot_api endpoint once its token is known carries them; none before (a 401 or 415 touched no bucket). */
 function rateLimitHeaders(status: number): HeaderSet {
-  if (status === 405) return {};
-  return { 'RateLimit-Limit': 'required', 'RateLimit-Remaining': 'required', 'RateLimit-Reset': 'required' };
+  if (status === 401 || status === 405 || status === 415) return {};
+  const presence = status === 202 || status === 402 || status === 403 ? 'required' : 'optional';
+  return { 'RateLimit-Limit': presence, 'RateLimit-Remaining': presence, 'RateLimit-Reset': presence };
 }
 
 const corsHeaders = (): HeaderSet => ({ 'Access-Control-Allow-Origin': 'optional', 'Access-Control-Expose-Headers': 'optional', Vary: 'optional' });
@@ -40,7 +41,7 @@ function endpointB(path: string, operationId: string): Obj {
     description: [
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
       'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
-      'RateLimit-* headers come with every answer (before the token is known, those of a full bucket).',
+      'RateLimit-* headers come with every answer once the token is known (not with a 401 or 415, which touched no bucket).',
       QUALITY,
       RETRY,
     ].join('\n\n'),

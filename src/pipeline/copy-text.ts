@@ -3,12 +3,6 @@
 import type { Channel } from '../model.js';
 import type { NormalizedEvent } from './event.js';
 
-/** Column order of every COPY into `events`. Rows are written billed; the writer unbills the few that another connection reported first. */
-export const EVENT_COLUMNS = [
-  'project_id', 'bot_id', 'event_id', 'event_name', 'event_type', 'event_date', 'received_at',
-  'platform_user_id', 'origin', 'channel', 'text', 'props_string', 'props_long', 'props_float',
-  'props_bool', 'tg', 'billed',
-] as const;
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
@@ -75,9 +69,6 @@ export class RowBuffer {
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }
-
-/** Column order of every COPY into `quarantine`. */
-export const QUARANTINE_COLUMNS = ['project_id', 'bot_id', 'channel', 'connection_id', 'user_id', 'received_at', 'event_id', 'codes', 'diagnostics', 'event', 'truncated'] as const;
 
 export interface QuarantineContext extends RowContext {
   connection: string;

@@ -4,7 +4,6 @@
 // duplicated and leave too; the others stay with their new reasons. A dry run changes nothing.
 import type { QualityStore, QuarantineFilter, QuarantineRow } from './store.js';
 import type { Sql } from '../db/connect.js';
-import type { Quota } from '../limits/quota.js';
 import type { Channel } from '../model.js';
 import type { BatchContext, Rechecked } from '../pipeline/batch.js';
 import type { Diagnostic } from '../pipeline/diagnostics.js';
@@ -18,11 +17,18 @@ export interface ReplayResult {
   duplicated: number;
 }
 
+/** What a replay asks of the allowance (limits/quota.ts), as an ingestion request does. */
+export interface Allowance {
+  reserve(projectId: string, events: number): Promise<{ projectId: string; events: number }>;
+  settle(reservation: { projectId: string; events: number }, billed: number): void;
+  release(reservation: { projectId: string; events: number }): void;
+}
+
 export interface ReplayDeps {
   sql: Sql;
   store: QualityStore;
   sink: EventSink;
-  quota: Quota;
+  quota: Allowance;
   plans: PlanCache;
   /** Checks the events again off the main thread. */
   recheck: (items: { event: string; truncated: boolean; ctx: BatchContext; webappUser: string | null }[]) => Promise<Rechecked[]>;

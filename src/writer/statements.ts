@@ -3,7 +3,7 @@
 // writer connections never deadlock on them. Values travel as array literals: each is escaped
 // for the array syntax and then for the string literal (standard_conforming_strings is on).
 import type { BotSnapshot, UserSeen } from '../model.js';
-import { EVENT_COLUMNS, QUARANTINE_COLUMNS } from '../pipeline/copy-text.js';
+import { EVENT_COLUMNS, QUARANTINE_COLUMNS } from './columns.js';
 
 const COLS = EVENT_COLUMNS.join(', ');
 export const COPY_EVENTS = `COPY events (${COLS}) FROM STDIN`;

@@ -99,7 +99,7 @@ describe('logs and request ids', () => {
 });
 
 describe('rate-limit headers', () => {
-  it('come with every endpoint B response, including refusals', async () => {
+  it('come with every bot_api answer once the token is known, refusals included, and with none before', async () => {
     const own = await provision(srv.url);
     const ok = await postB(srv.url, own.token, { events: [serverEvent()] });
     expect([ok.headers.get('ratelimit-limit'), ok.headers.get('ratelimit-remaining')]).toEqual(['5', '4']);
@@ -109,7 +109,10 @@ describe('rate-limit headers', () => {
     expect(bad.headers.get('ratelimit-remaining')).toBe('3');
     const anonymous = await postB(srv.url, null, { events: [serverEvent()] });
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get('ratelimit-limit')).toBe('5');
+    // No bucket was touched: no figures of one.
+    expect(anonymous.headers.get('ratelimit-limit')).toBeNull();
+    const unknown = await postB(srv.url, `tgk_${'A'.repeat(43)}`, { events: [serverEvent()] });
+    expect([unknown.status, unknown.headers.get('ratelimit-remaining')]).toEqual([401, null]);
     for (let i = 0; i < 3; i++) await postB(srv.url, own.token, { events: [serverEvent()] });
     const limited = await postB(srv.url, own.token, { events: [serverEvent()] });
     expect(limited.status).toBe(429);

@@ -760,7 +760,7 @@ describe('probes, metrics, the page', () => {
 // ---------------------------------------------------------------------------------------------
 // Both directions: every route is documented, every documented operation was exercised.
 
-/** The routes src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
+/** The routes src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
 const ROUTES = [
   'POST /tg', 'POST /messenger', 'POST /tg/webapp', 'OPTIONS /tg/webapp', 'POST /messenger/webapp', 'OPTIONS /messenger/webapp',
   'POST /admin/projects', 'GET /admin/projects', 'GET /admin/projects/{projectId}', 'PATCH /admin/projects/{projectId}',

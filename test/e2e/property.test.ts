@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processBotApiBatch } from '../../src/pipeline/batch.js';
-import { EVENT_COLUMNS } from '../../src/pipeline/copy-text.js';
+import { EVENT_COLUMNS } from '../../src/writer/columns.js';
 import { call, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';

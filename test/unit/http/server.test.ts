@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BodyBudget } from '../../../src/http/body-budget.js';
+import { BodyBudget } from '../../../src/limits/body-budget.js';
 import { HttpServer } from '../../../src/http/server.js';
 
 let server: HttpServer;

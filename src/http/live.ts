@@ -6,9 +6,9 @@
 // many as the viewers can still take this second. Each instance shows the events it answers.
 import type { Channel } from '../model.js';
 import type { LiveEvent } from '../pipeline/batch.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress } from './client-address.js';
 import { parseUuid } from '../pipeline/ids.js';
-import type { TemplatedApp, WebSocket } from '../http/uws.js';
+import type { TemplatedApp, WebSocket } from './uws.js';
 
 export interface LiveMessage extends LiveEvent {
   channel: Channel;

@@ -1,0 +1,67 @@
+// The shape of src/: imports only go down, http → ingest → {auth, limits, quality, worker} →
+// {pipeline, cache} → writer → db. A module may import its own folder, anything below its layer,
+// and the few shared leaves every layer uses (errors, the model's types, endpoints, the logger).
+// Handlers of the HTTP front (ingest/, admin/) may import its handler contract as types.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const LAYERS: Record<string, number> = {
+  http: 0, admin: 0, openapi: 0, app: 0,
+  ingest: 1,
+  auth: 2, limits: 2, quality: 2, worker: 2,
+  pipeline: 3, cache: 3,
+  writer: 4,
+  db: 5,
+};
+/** Files at the top of src/ that any layer may import: no imports of their own beyond each other. */
+const LEAVES = new Set(['errors.ts', 'model.ts', 'endpoints.ts', 'log.ts', 'config.ts', 'data-dir.ts']);
+/** Files at the top of src/ that compose everything (import anything, imported by nothing but each other). */
+const ROOTS = new Set(['main.ts', 'app.ts', 'metrics.ts', 'openapi.ts']);
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : []));
+}
+
+const place = (file: string) => {
+  const rel = relative(SRC, file);
+  const folder = rel.includes('/') ? rel.split('/')[0]! : null;
+  return { rel, folder, top: folder === null ? rel : null };
+};
+
+describe('src/ layout', () => {
+  it('every file sits in a folder of a known layer, or is a named root or leaf', () => {
+    const stray = files(SRC).map(place).filter((p) => (p.folder === null ? !LEAVES.has(p.top!) && !ROOTS.has(p.top!) : !(p.folder in LAYERS)));
+    expect(stray.map((p) => p.rel)).toEqual([]);
+  });
+
+  it('imports only go down', () => {
+    const wrong: string[] = [];
+    for (const file of files(SRC)) {
+      const from = place(file);
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/^import (type )?[^'"]*from '(\.[^']+)'/gm)) {
+        const target = place(join(dirname(file), m[2]!.replace(/\.js$/, '.ts')));
+        const typeOnly = m[1] !== undefined;
+        if (target.folder === from.folder) continue;
+        if (target.top !== null && LEAVES.has(target.top)) continue;
+        if (from.top !== null && ROOTS.has(from.top)) continue;
+        if (target.top !== null && ROOTS.has(target.top)) {
+          wrong.push(`${from.rel} → ${target.rel} (a root)`);
+          continue;
+        }
+        if (from.top !== null && LEAVES.has(from.top)) {
+          wrong.push(`${from.rel} → ${target.rel} (a leaf imports)`);
+          continue;
+        }
+        if (typeOnly && target.rel === 'http/server.ts' && (from.folder === 'ingest' || from.folder === 'admin')) continue;
+        const a = LAYERS[from.folder!]!;
+        const b = LAYERS[target.folder!]!;
+        if (b <= a) wrong.push(`${from.rel} → ${target.rel}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
