@@ -98,7 +98,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
-    caches: () => ({ token: tokens.stats, bot: bots.stats, plan: quota.stats, tracking_plan: plans.stats, initdata: sessions.stats }),
+    caches: () => ({ token: tokens.stats, bot: bots.stats, allowance: quota.stats, tracking_plan: plans.stats, initdata: sessions.stats }),
     tasks: () => pool.tasks,
     laneWaiting: () => pool.laneWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
@@ -215,7 +215,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
       tokens.forgetBot(botId);
       bots.forget(botId);
     },
-    planChanged: (projectId: string) => quota.forget(projectId),
+    allowanceChanged: (projectId: string) => quota.forget(projectId),
     trackingPlanChanged: (projectId: string) => plans.forget(projectId),
   };
   const projects = new AdminStore(sql, tokenTags);

@@ -28,7 +28,7 @@ export const ERRORS = {
   initdata_from_future: { status: 401, message: 'The auth_date of auth.initData lies in the future.' },
   admin_unauthorized: { status: 401, message: 'A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).' },
   // 402, 403, 409: the account's state refuses the request until someone changes it.
-  allowance_exhausted: { status: 402, message: "The plan's event allowance for this month is exhausted." },
+  allowance_exhausted: { status: 402, message: "The project's event allowance for this month is exhausted." },
   api_ingest_disabled: { status: 403, message: "API ingestion is switched off in the bot's settings." },
   bot_not_linked: { status: 403, message: 'The bot is not linked to a project; link it before sending events.' },
   webapp_bot_not_linked: { status: 409, message: 'The bot is not linked to a project.' },

@@ -16,7 +16,7 @@ export interface AdminHooks {
   tokenRevoked(tokenId: string): void;
   botChanged(botId: string): void;
   /** The allowance changed. */
-  planChanged(projectId: string): void;
+  allowanceChanged(projectId: string): void;
   trackingPlanChanged(projectId: string): void;
 }
 
@@ -144,7 +144,7 @@ export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOption
       const projectId = id(req);
       const b = await jsonBody<{ name?: string; eventAllowance?: number | null }>(rb, schemas.patchProject);
       const p = found(await store.updateProject(projectId, b), 'project');
-      hooks.planChanged(projectId);
+      hooks.allowanceChanged(projectId);
       return ok(200, p);
     }))
     .route('get', '/admin/projects/:projectId/usage', guard(async (req) => ok(200, found(await store.usage(id(req)), 'project'))))

@@ -1,4 +1,4 @@
-// A project's plan and this calendar month's (UTC) usage, read by quota checks and the admin API alike.
+// A project's allowance and this calendar month's (UTC) usage, read by quota checks and the admin API alike.
 import type { Sql } from './connect.js';
 
 export interface Usage {

@@ -15,7 +15,7 @@ function toHttpError(err: unknown): HttpError | null {
   if (err instanceof QuotaRefusal) {
     switch (err.reason) {
       case 'exhausted': return new HttpError('allowance_exhausted');
-      case 'unreadable': return new HttpError('unavailable', { message: "The project's plan could not be read; retry shortly.", retryAfterS: 2 });
+      case 'unreadable': return new HttpError('unavailable', { message: "The project's allowance could not be read; retry shortly.", retryAfterS: 2 });
       case 'settling': return new HttpError('unavailable', { message: 'Events near the end of the allowance are still being committed; retry shortly.', retryAfterS: 1 });
     }
   }

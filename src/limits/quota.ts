@@ -4,13 +4,13 @@
 // the events are billed or the lease's hold ends. A request is admitted while its instance's lease
 // has room, so the allowance is exceeded by at most one batch per instance, whatever the timing.
 // Far from the limit a lease is a large block renewed every few seconds; near it, blocks shrink to a
-// share of what is left, so no instance sits on room another needs. Between renewals, the plan and
+// share of what is left, so no instance sits on room another needs. Between renewals, the allowance and
 // this month's billed count are cached for the cheap 402 check made before a body is read.
 import type { Sql } from '../db/connect.js';
 import { readUsage } from '../db/usage.js';
 
 /**
- * exhausted: the allowance is used up (final); unreadable: the plan could not be read; settling:
+ * exhausted: the allowance is used up (final); unreadable: the allowance could not be read; settling:
  * what is left of the allowance is held by batches still being committed, here or on another
  * instance (worth a retry).
  */
@@ -41,7 +41,7 @@ export interface LeaseStore {
   renew(projectId: string, inflight: number, want: number): Promise<Grant>;
 }
 
-interface Plan {
+interface Allowance {
   allowance: number | null;
   billed: number;
   month: string;
@@ -85,7 +85,7 @@ function currentMonth(nowMs: number): string {
 }
 
 export interface QuotaOptions {
-  /** How long a cached plan is trusted. */
+  /** How long a cached allowance is trusted. */
   ttlMs: number;
   /** How long a lease admits events; renewed before that when it runs out of room. */
   leaseMs: number;
@@ -99,8 +99,8 @@ export interface QuotaOptions {
 }
 
 export class Quota {
-  private readonly plans = new Map<string, Plan>();
-  private readonly loading = new Map<string, Promise<Plan>>();
+  private readonly allowances = new Map<string, Allowance>();
+  private readonly loading = new Map<string, Promise<Allowance>>();
   private readonly leases = new Map<string, Lease>();
   private readonly inflight = new Map<string, InFlight>();
   readonly stats = { hits: 0, misses: 0, renewals: 0 };
@@ -112,10 +112,10 @@ export class Quota {
     this.wallNow = o.wallNow ?? Date.now;
   }
 
-  /** Refuses when the allowance is already used up or the plan cannot be read. */
+  /** Refuses when the allowance is already used up or cannot be read. */
   async check(projectId: string): Promise<void> {
-    const plan = await this.plan(projectId);
-    if (plan.allowance !== null && plan.billed >= plan.allowance) throw new QuotaRefusal('exhausted');
+    const entry = await this.allowance(projectId);
+    if (entry.allowance !== null && entry.billed >= entry.allowance) throw new QuotaRefusal('exhausted');
   }
 
   private flight(projectId: string): InFlight {
@@ -126,8 +126,8 @@ export class Quota {
 
   /** Admits `events` against this instance's lease, renewing it when it has no room left. */
   async reserve(projectId: string, events: number): Promise<Reservation> {
-    const plan = await this.plan(projectId);
-    if (plan.allowance === null) return NONE;
+    const entry = await this.allowance(projectId);
+    if (entry.allowance === null) return NONE;
     const deadline = this.now() + this.o.waitLimitMs;
     const flight = this.flight(projectId);
     for (let renewed = false; ; ) {
@@ -138,7 +138,7 @@ export class Quota {
         flight.events += events;
         return { projectId, events };
       }
-      if (plan.billed >= (plan.allowance ?? Infinity)) throw new QuotaRefusal('exhausted');
+      if (entry.billed >= (entry.allowance ?? Infinity)) throw new QuotaRefusal('exhausted');
       if (!renewed) {
         await this.renew(projectId, month, events);
         renewed = true;
@@ -172,23 +172,23 @@ export class Quota {
     // Events not billed (redeliveries, free reports) give their room back.
     const lease = this.leases.get(r.projectId);
     if (lease !== undefined && billed < r.events) lease.used = Math.max(0, lease.used - (r.events - billed));
-    const plan = this.plans.get(r.projectId);
-    if (plan !== undefined) plan.billed += billed;
+    const entry = this.allowances.get(r.projectId);
+    if (entry !== undefined) entry.billed += billed;
   }
 
   release(r: Reservation): void {
     this.settle(r, 0);
   }
 
-  /** A plan change on this instance applies at once. */
+  /** An allowance changed through this instance applies here at once. */
   forget(projectId: string): void {
-    const plan = this.plans.get(projectId);
-    if (plan !== undefined) plan.loadedAt = -Infinity;
+    const entry = this.allowances.get(projectId);
+    if (entry !== undefined) entry.loadedAt = -Infinity;
     this.expireLease(projectId);
   }
 
   /**
-   * The next request renews the lease against the current allowance. A renewal under way is not
+   * The next request renews the lease against the entry allowance. A renewal under way is not
    * dropped (a second one beside it would record less in flight than this instance admits): its
    * grant is marked to admit nothing, and the renewal after it asks again.
    */
@@ -214,10 +214,10 @@ export class Quota {
         throw new QuotaRefusal('unreadable');
       }
       this.stats.renewals++;
-      const plan = this.plans.get(projectId);
-      if (plan !== undefined && plan.month === month) {
-        plan.allowance = grant.allowance;
-        plan.billed = Math.max(plan.billed, grant.billed);
+      const entry = this.allowances.get(projectId);
+      if (entry !== undefined && entry.month === month) {
+        entry.allowance = grant.allowance;
+        entry.billed = Math.max(entry.billed, grant.billed);
       }
       const now = this.now();
       const until = holder.stale ? 0 : now + this.o.leaseMs;
@@ -229,27 +229,27 @@ export class Quota {
     return holder.renewing;
   }
 
-  private async plan(projectId: string): Promise<Plan> {
+  private async allowance(projectId: string): Promise<Allowance> {
     const nowMs = this.now();
-    const plan = this.plans.get(projectId);
-    if (plan !== undefined && plan.month === currentMonth(this.wallNow())) {
+    const entry = this.allowances.get(projectId);
+    if (entry !== undefined && entry.month === currentMonth(this.wallNow())) {
       this.stats.hits++;
-      const age = nowMs - plan.loadedAt;
+      const age = nowMs - entry.loadedAt;
       if (age >= this.o.ttlMs) {
         // Refreshed in the background while younger than twice the TTL, so a change made through
-        // another instance is in force within that; an older plan (an idle project, or one changed
+        // another instance is in force within that; an older one (an idle project, or one changed
         // here: loadedAt = -Infinity) is re-read before it is used.
         const refresh = this.load(projectId);
         if (age >= 2 * this.o.ttlMs) return refresh;
         refresh.catch(() => undefined);
       }
-      return plan;
+      return entry;
     }
     this.stats.misses++;
     return this.load(projectId);
   }
 
-  private load(projectId: string): Promise<Plan> {
+  private load(projectId: string): Promise<Allowance> {
     let p = this.loading.get(projectId);
     if (p !== undefined) return p;
     p = this.read(projectId).finally(() => this.loading.delete(projectId));
@@ -257,7 +257,7 @@ export class Quota {
     return p;
   }
 
-  private async read(projectId: string): Promise<Plan> {
+  private async read(projectId: string): Promise<Allowance> {
     const startedAt = this.now();
     let usage;
     try {
@@ -268,7 +268,7 @@ export class Quota {
     const allowance = usage?.eventAllowance ?? null;
     const dbBilled = usage?.eventsBilled ?? 0;
     const month = usage?.month ?? currentMonth(this.wallNow());
-    const known = this.plans.get(projectId);
+    const known = this.allowances.get(projectId);
     if (known !== undefined && known.month === month) {
       // A lease was granted against the old allowance: it must not admit past a lowered one.
       if (known.allowance !== allowance) this.expireLease(projectId);
@@ -278,8 +278,8 @@ export class Quota {
       known.loadedAt = startedAt;
       return known;
     }
-    const plan: Plan = { allowance, billed: dbBilled, month, loadedAt: startedAt };
-    this.plans.set(projectId, plan);
-    return plan;
+    const entry: Allowance = { allowance, billed: dbBilled, month, loadedAt: startedAt };
+    this.allowances.set(projectId, entry);
+    return entry;
   }
 }

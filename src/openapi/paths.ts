@@ -40,7 +40,7 @@ function endpointB(path: string, operationId: string): Obj {
     summary: path === '/tg' ? 'Ingest events from a bot backend (bot_api endpoint, B)' : 'Ingest events from a bot backend (bot_api endpoint, B; alias of POST /tg)',
     description: [
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
-      'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the plan (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
+      'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the allowance (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
       'RateLimit-* headers come with every answer once the token is known (not with a 401 or 415, which touched no bucket).',
       QUALITY,
       RETRY,
@@ -65,7 +65,7 @@ function endpointA(path: string, idSuffix: string): Obj {
     summary: `Ingest events from mini-app code (webapp endpoint, A${alias})`,
     description: [
       'The user is identified by `auth.initData`, signed by the messenger with Ed25519; no secret is involved, so this is the endpoint for client code.',
-      'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400; 413 past `WEBAPP_MAX_BODY_BYTES`, also once decompressed), `botId` (400, 401, 409), initData (401; 429 `auth_rate_limited` once the client address or the bot is past its budget of failed checks), the bot\'s settings (409), the token bucket of (bot, user) (429), the plan (402, 503), then each event.',
+      'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400; 413 past `WEBAPP_MAX_BODY_BYTES`, also once decompressed), `botId` (400, 401, 409), initData (401; 429 `auth_rate_limited` once the client address or the bot is past its budget of failed checks), the bot\'s settings (409), the token bucket of (bot, user) (429), the allowance (402, 503), then each event.',
       QUALITY,
       RETRY,
     ].join('\n\n'),
@@ -143,7 +143,7 @@ function adminPaths(): Record<string, Obj> {
     },
     '/admin/projects/{projectId}': {
       get: adminOp({ operationId: 'getProject', summary: 'Read a project', ids: ['ProjectId'], success: { 200: ok('The project.', ref('Project')) } }),
-      patch: adminOp({ operationId: 'patchProject', summary: 'Change a project or its plan', ids: ['ProjectId'], body: 'PatchProject', success: { 200: ok('The changed project.', ref('Project')) } }),
+      patch: adminOp({ operationId: 'patchProject', summary: 'Change a project or its allowance', ids: ['ProjectId'], body: 'PatchProject', success: { 200: ok('The changed project.', ref('Project')) } }),
     },
     '/admin/projects/{projectId}/usage': {
       get: adminOp({ operationId: 'getProjectUsage', summary: "This calendar month's usage (UTC)", ids: ['ProjectId'], success: { 200: ok('Usage of the current month.', ref('Usage')) } }),

@@ -226,7 +226,7 @@ function pathOf(e: ErrorObject): string {
 }
 
 /**
- * Checks one accepted event against the project's plan and reports what it finds. Returns false
+ * Checks one accepted event against the project's tracking plan and reports what it finds. Returns false
  * when the plan rejects the event (an error diagnostic was added).
  */
 export function checkPlan(ref: PlanRef, ev: NormalizedEvent, endpoint: Endpoint, id: () => string | null, diag: DiagnosticSink): boolean {
