@@ -17,11 +17,11 @@ const run = promisify(execFile);
 const DRIVER = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? './flood-driver.js' : '../dist/bench/flood-driver.js', import.meta.url));
 
 export const FLOODS = {
-  'a-forged-flood': { label: 'A valid (1000 verified sessions); flood of forged initData', driver: 'forged-initdata', addresses: 256, valid: 'sessions' },
-  'b-unknown-token-flood': { label: 'B valid; flood of unknown tokens', driver: 'unknown-token', addresses: 256, valid: 'bot_api' },
-  'a-gzip-flood': { label: 'A valid (1000 verified sessions); 999-byte gzip bodies inflating to 960 KB with no bot, from 256 addresses', driver: 'gzip-envelope', addresses: 256, valid: 'sessions' },
+  'a-forged-flood': { label: 'webapp valid (1000 verified sessions); flood of forged initData', driver: 'forged-initdata', addresses: 256, valid: 'sessions' },
+  'b-unknown-token-flood': { label: 'bot_api valid; flood of unknown tokens', driver: 'unknown-token', addresses: 256, valid: 'bot_api' },
+  'a-gzip-flood': { label: 'webapp valid (1000 verified sessions); 999-byte gzip bodies inflating to 960 KB with no bot, from 256 addresses', driver: 'gzip-envelope', addresses: 256, valid: 'sessions' },
   'a-gzip-flood-one-address': { label: 'same, the flood from one address', driver: 'gzip-envelope', addresses: 1, valid: 'sessions' },
-  'a-new-sessions-flood': { label: 'A valid: 2000 new sessions, each reusing its initData, from the address of a forged-initData flood', driver: 'forged-initdata', addresses: 1, valid: 'new-sessions' },
+  'a-new-sessions-flood': { label: 'webapp valid: 2000 new sessions, each reusing its initData, from the address of a forged-initData flood', driver: 'forged-initdata', addresses: 1, valid: 'new-sessions' },
 } as const;
 export type FloodKind = keyof typeof FLOODS;
 

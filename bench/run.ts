@@ -7,7 +7,7 @@ import { fmt, type Result, resultLines, type Row, table } from './lib/report.js'
 import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
-import { ceiling, endpointA, endpointB, type Figures } from './scenarios.js';
+import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
 const ALL = [
   'ceiling', 'b-large', 'b-large-plan', 'b-large-10pct-invalid', 'b-small', 'b-small-live', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small',
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     // b-large and its variants, each on a fresh table, compared with b-large of the same run.
     const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
     const largeVariants = [
-      ['b-large', `b-large (B, 1000-event batches, ${conns} conn)`, {}],
+      ['b-large', `b-large (bot_api, 1000-event batches, ${conns} conn)`, {}],
       ['b-large-plan', 'b-large-plan (same, a tracking plan of 6 event schemas, mode block, every event valid)', { plan: benchPlan('block') }],
       ['b-large-10pct-invalid', 'b-large-10pct-invalid (same, one event in ten rejected and quarantined)', { invalidEvery: 10 }],
     ] as const;
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointB(label, db, { ...o, events: 1000, connections: conns, ...extra });
+        const f = await botApiScenario(label, db, { ...o, events: 1000, connections: conns, ...extra });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: `${name}_events`, value: Math.round(f.eventsPerS), unit: 'events/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     const smallConnections = Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100);
     const smallVariants = [
-      ['b-small', `b-small (B, 10-event batches, ${smallConnections} conn)`, extraEnv, undefined],
+      ['b-small', `b-small (bot_api, 10-event batches, ${smallConnections} conn)`, extraEnv, undefined],
       ['b-small-live', 'b-small-live (same, one live viewer watching)', extraEnv, undefined],
       ['b-small-users', 'b-small-users (same, each event a user of a million, one users[] profile per request)', extraEnv, undefined],
       ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointB(label, db, { ...o, events: 10, connections: smallConnections, env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
+        const f = await botApiScenario(label, db, { ...o, events: 10, connections: smallConnections, env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     if (want('a-small')) {
       const db = await freshDatabase(pg.url);
       try {
-        const f = await endpointA('a-small (A, 10-event batches, 1000 users, 100 conn)', db, { ...o, events: 10, connections: 100, users: 1000 });
+        const f = await webappScenario('a-small (webapp, 10-event batches, 1000 users, 100 conn)', db, { ...o, events: 10, connections: 100, users: 1000 });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: 'a-small_requests', value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: 'a-small_p99', value: f.p99Ms, unit: 'ms' });
@@ -182,7 +182,7 @@ async function main(): Promise<void> {
           await preload(db, ids, total);
           say(`preloaded in ${fmt((performance.now() - started) / 1000)} s`);
         };
-        const f = await endpointB(`b-large-50m (b-large on a table preloaded with ${fmt(total / 1e6)}M rows over two months)`, db, { ...o, events: 1000, connections: conns, prepare });
+        const f = await botApiScenario(`b-large-50m (b-large on a table preloaded with ${fmt(total / 1e6)}M rows over two months)`, db, { ...o, events: 1000, connections: conns, prepare });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: 'b-large-50m_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
         if (largeEventsPerS !== null) results.push({ name: 'b-large-50m_ratio_to_b-large', value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });

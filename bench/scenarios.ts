@@ -70,8 +70,8 @@ async function measure(name: string, db: Database, svc: Service, events: number,
   };
 }
 
-/** Endpoint B with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per request. */
-export async function endpointB(name: string, db: Database, o: RunOptions & {
+/** bot_api with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per request. */
+export async function botApiScenario(name: string, db: Database, o: RunOptions & {
   events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number; userChurn?: boolean;
   /** A tracking plan to put in force first. */
   plan?: Record<string, unknown>;
@@ -173,8 +173,8 @@ function churnBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
   };
 }
 
-/** Endpoint A: many users, each reusing its initData across batches. */
-export async function endpointA(name: string, db: Database, o: RunOptions & { events: number; connections: number; users: number }): Promise<Figures> {
+/** webapp: many users, each reusing its initData across batches. */
+export async function webappScenario(name: string, db: Database, o: RunOptions & { events: number; connections: number; users: number }): Promise<Figures> {
   const signer = newSigner();
   const svc = await startService(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
   try {

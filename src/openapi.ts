@@ -26,7 +26,7 @@ export function openApiDocument(): Record<string, unknown> {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: { title: 'tg-ingest', version: '1', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
     tags: [
-      { name: 'ingestion', description: 'The webapp endpoint (A, mini-app code) and the bot_api endpoint (B, bot backends).' },
+      { name: 'ingestion', description: 'The webapp endpoint (mini-app code) and the bot_api endpoint (bot backends).' },
       { name: 'admin', description: 'Provisioning, usage, reports and event quality; `Authorization: Bearer <ADMIN_TOKEN>` (the live view: the token in its first WebSocket message).' },
       { name: 'operations', description: 'Probes, metrics, this document and the admin page.' },
     ],

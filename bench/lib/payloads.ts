@@ -31,7 +31,7 @@ function hex12(n: number): string {
 export interface EventOptions {
   tail: string;
   users: number;
-  /** Endpoint A events carry no user id, origin or floats. */
+  /** webapp events carry no user id, origin or floats. */
   webapp?: boolean;
   /** Every n-th event is invalid (its platformUserId is not a number): rejected and quarantined. */
   invalidEvery?: number;

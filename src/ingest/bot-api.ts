@@ -59,7 +59,9 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     const plan = await deps.plans.get(projectId);
     const body = await readBody();
     // The body counts against the project's share while the request holds it.
-    deps.derived.holdBody(projectId, body.byteLength);
+    // Its length now: moved to a worker, the buffer reads as empty.
+    const bodyBytes = body.byteLength;
+    deps.derived.holdBody(projectId, bodyBytes);
     try {
       const receivedAt = new Date().toISOString();
       const connection = `token:${token.tokenId}`;
@@ -68,7 +70,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       if (!result.ok) throw HttpError.from(result.refusal);
       return await commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
     } finally {
-      deps.derived.releaseBody(projectId, body.byteLength);
+      deps.derived.releaseBody(projectId, bodyBytes);
     }
   };
 }

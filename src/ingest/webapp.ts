@@ -51,7 +51,9 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const projectId = bot.projectId;
     await deps.quota.check(projectId);
     checkRoom(deps, projectId, raw.byteLength);
-    deps.derived.holdBody(projectId, raw.byteLength);
+    // Its length now: moved to a worker, the buffer reads as empty.
+    const bodyBytes = raw.byteLength;
+    deps.derived.holdBody(projectId, bodyBytes);
     try {
       const plan = await deps.plans.get(projectId);
       const receivedAt = new Date().toISOString();
@@ -61,7 +63,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
       if (!result.ok) throw HttpError.from(result.refusal);
       return await commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection, receivedAt, authoritativeProfiles: true });
     } finally {
-      deps.derived.releaseBody(projectId, raw.byteLength);
+      deps.derived.releaseBody(projectId, bodyBytes);
     }
   };
 }

@@ -34,10 +34,10 @@ function rateLimitHeaders(status: number): HeaderSet {
 
 const corsHeaders = (): HeaderSet => ({ 'Access-Control-Allow-Origin': 'optional', 'Access-Control-Expose-Headers': 'optional', Vary: 'optional' });
 
-function endpointB(path: string, operationId: string): Obj {
+function botApiOperation(path: string, operationId: string): Obj {
   const spec: OperationSpec = {
     operationId,
-    summary: path === '/tg' ? 'Ingest events from a bot backend (bot_api endpoint, B)' : 'Ingest events from a bot backend (bot_api endpoint, B; alias of POST /tg)',
+    summary: path === '/tg' ? 'Ingest events from a bot backend (bot_api endpoint)' : 'Ingest events from a bot backend (bot_api endpoint; alias of POST /tg)',
     description: [
       'Authenticated by a per-bot token in `X-API-Key`; the token decides bot and project.',
       'Checks in this order: Content-Type (JSON or absent) and Content-Encoding (415), the key (401; a key that must be looked up is answered 429 `auth_rate_limited` to an address past its budget of failed lookups), the token bucket (429), the bot\'s switches (403), the allowance (402, 503), the body (400, 413 past `MAX_BODY_BYTES`, also once decompressed), then each event.',
@@ -58,11 +58,11 @@ function endpointB(path: string, operationId: string): Obj {
   return { post: operation(spec) };
 }
 
-function endpointA(path: string, idSuffix: string): Obj {
+function webappOperation(path: string, idSuffix: string): Obj {
   const alias = path === '/tg/webapp' ? '' : '; alias of POST /tg/webapp';
   const post: OperationSpec = {
     operationId: `postWebappEvents${idSuffix}`,
-    summary: `Ingest events from mini-app code (webapp endpoint, A${alias})`,
+    summary: `Ingest events from mini-app code (webapp endpoint${alias})`,
     description: [
       'The user is identified by `auth.initData`, signed by the messenger with Ed25519; no secret is involved, so this is the endpoint for client code.',
       'Content-Type JSON, `text/plain` (no CORS preflight) or absent. Checks in this order: the body (400; 413 past `WEBAPP_MAX_BODY_BYTES`, also once decompressed), `botId` (400, 401, 409), initData (401; 429 `auth_rate_limited` once the client address or the bot is past its budget of failed checks), the bot\'s settings (409), the token bucket of (bot, user) (429), the allowance (402, 503), then each event.',
@@ -343,10 +343,10 @@ function operationsPaths(): Record<string, Obj> {
 
 export function paths(): Record<string, Obj> {
   return {
-    '/tg': endpointB('/tg', 'postServerEvents'),
-    '/messenger': endpointB('/messenger', 'postServerEventsMessenger'),
-    '/tg/webapp': endpointA('/tg/webapp', ''),
-    '/messenger/webapp': endpointA('/messenger/webapp', 'Messenger'),
+    '/tg': botApiOperation('/tg', 'postServerEvents'),
+    '/messenger': botApiOperation('/messenger', 'postServerEventsMessenger'),
+    '/tg/webapp': webappOperation('/tg/webapp', ''),
+    '/messenger/webapp': webappOperation('/messenger/webapp', 'Messenger'),
     ...adminPaths(),
     ...qualityPaths(),
     [PATHS.adminLive]: livePath(),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -118,11 +118,11 @@ describe('admin API', () => {
     expect(listed.body).toEqual([{ tokenId: t.body.tokenId, botId: b.body.botId, hint: t.body.hint, createdAt: expect.any(String), revokedAt: null }]);
     expect(JSON.stringify(listed.body)).not.toContain(t.body.token);
 
-    expect((await postB(srv.url, t.body.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, t.body.token, { events: [serverEvent()] })).status).toBe(202);
     const del = await admin(srv.url, 'DELETE', `/admin/tokens/${t.body.tokenId}`);
     expect(del.status).toBe(204);
     expect(del.text).toBe('');
-    const after = await postB(srv.url, t.body.token, { events: [serverEvent()] });
+    const after = await postBotApi(srv.url, t.body.token, { events: [serverEvent()] });
     expect(after.status).toBe(401);
     expect(after.body.error).toBe('api_key_invalid');
     const [revoked] = await db.sql`SELECT revoked_at FROM api_tokens WHERE token_id = ${t.body.tokenId}`;
@@ -133,7 +133,7 @@ describe('admin API', () => {
     const p = await admin(srv.url, 'POST', '/admin/projects', { name: 'Usage', eventAllowance: 100 });
     const b = await admin(srv.url, 'POST', '/admin/bots', { projectId: p.body.projectId });
     const t = await admin(srv.url, 'POST', `/admin/bots/${b.body.botId}/tokens`);
-    const r = await postB(srv.url, t.body.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
+    const r = await postBotApi(srv.url, t.body.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
     expect(r.status).toBe(202);
     const usage = await admin(srv.url, 'GET', `/admin/projects/${p.body.projectId}/usage`);
     expect(usage.body).toMatchObject({ eventAllowance: 100, eventsBilled: 3, eventsStored: 3 });
@@ -174,7 +174,7 @@ describe('admin API: live stats', () => {
     const b = await admin(srv.url, 'POST', '/admin/bots', { projectId: p.body.projectId });
     const t = await admin(srv.url, 'POST', `/admin/bots/${b.body.botId}/tokens`);
     const dup = serverEvent();
-    await postB(srv.url, t.body.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined })] });
+    await postBotApi(srv.url, t.body.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined })] });
     const s = await admin(srv.url, 'GET', `/admin/projects/${p.body.projectId}/stats`);
     expect(s.status).toBe(200);
     expect(s.body.totals).toEqual({ accepted: 2, rejected: 1, duplicated: 1, storedNotBilled: 0, redelivered: 0 });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -218,7 +218,7 @@ describe('admin page', () => {
 
     // The token works, and the live view picks the event up.
     expect(Number(await byTestId('stat-accepted').getAttribute('data-value'))).toBe(0);
-    const sent = await postB(srv.url, token, { events: [serverEvent(), serverEvent()] });
+    const sent = await postBotApi(srv.url, token, { events: [serverEvent(), serverEvent()] });
     expect(sent.status).toBe(202);
     expect(sent.body.accepted).toBe(2);
     await expect.poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('2');
@@ -239,13 +239,13 @@ describe('admin page', () => {
     await apiSwitch.click();
     await expect.poll(async () => (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body.apiIngest).toBe(false);
     expect(await apiSwitch.isChecked()).toBe(false);
-    const off = await postB(srv.url, token, { events: [serverEvent()] });
+    const off = await postBotApi(srv.url, token, { events: [serverEvent()] });
     expect(off.status).toBe(403);
     expect(off.body.error).toBe('api_ingest_disabled');
     await expect.poll(() => apiSwitch.isEnabled()).toBe(true);
     await apiSwitch.click();
     await expect.poll(async () => (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body.apiIngest).toBe(true);
-    expect((await postB(srv.url, token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, token, { events: [serverEvent()] })).status).toBe(202);
 
     // Revoke through the dialog: the token is refused at once.
     await row.getByTestId('bot-tokens').click();
@@ -255,7 +255,7 @@ describe('admin page', () => {
     await tokenRow.getByTestId('token-revoke-confirm').click();
     await expect.poll(() => tokenRow.getAttribute('data-revoked')).toBe('true');
     expect(await tokenRow.getByTestId('token-status').textContent()).toContain('revoked');
-    const revoked = await postB(srv.url, token, { events: [serverEvent()] });
+    const revoked = await postBotApi(srv.url, token, { events: [serverEvent()] });
     expect(revoked.status).toBe(401);
     expect(revoked.body.error).toBe('api_key_invalid');
     await dialog.getByTestId('token-dialog-close').click();
@@ -331,7 +331,7 @@ describe('admin page', () => {
       await openProject(own.projectId);
       await expect.poll(() => byTestId('usage-billed').getAttribute('data-value')).toBe('0');
 
-      const sent = await postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
+      const sent = await postBotApi(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
       expect(sent.status).toBe(202);
       // Without a click: the 3 s loop has to bring both the live count and the month's usage.
       await expect.poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
@@ -365,7 +365,7 @@ describe('admin page', () => {
   it("shows revenue in the currency's units, Stars without decimals, big totals to the last digit", async () => {
     const own = await provision(srv.url);
     const big = Number.MAX_SAFE_INTEGER; // two of them sum beyond 2^53: the API answers a string
-    const sent = await postB(srv.url, own.token, { events: [payment(1999, 'USD'), payment(1999, 'XTR'), payment(big, 'JPY'), payment(big, 'JPY'), payment(big, 'EUR'), payment(big, 'EUR')] });
+    const sent = await postBotApi(srv.url, own.token, { events: [payment(1999, 'USD'), payment(1999, 'XTR'), payment(big, 'JPY'), payment(big, 'JPY'), payment(big, 'EUR'), payment(big, 'EUR')] });
     expect(sent.status).toBe(202);
     await expect
       .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`)).body)
@@ -437,7 +437,7 @@ describe('admin page', () => {
 
       // In force: an event that breaks its schema is rejected, one that fits is stored.
       const cheap = purchase({ propsLong: { amount: 0 } });
-      const sent = await postB(srv.url, own.token, { events: [cheap, purchase()] });
+      const sent = await postBotApi(srv.url, own.token, { events: [cheap, purchase()] });
       expect(sent.status).toBe(202);
       expect(sent.body).toMatchObject({ accepted: 1, rejected: 1 });
       expect(sent.body.diagnostics).toContainEqual(expect.objectContaining({ event_id: cheap.eventId, code: 'schema_violation', severity: 'error' }));
@@ -452,7 +452,7 @@ describe('admin page', () => {
       await byTestId('plan-delete-confirm').click();
       await expect.poll(() => byTestId('plan-none').isVisible()).toBe(true);
       expect((await admin(srv.url, 'GET', planUrl)).status).toBe(404);
-      expect((await postB(srv.url, own.token, { events: [purchase({ propsLong: { amount: 0 } })] })).body).toMatchObject({ accepted: 1, rejected: 0 });
+      expect((await postBotApi(srv.url, own.token, { events: [purchase({ propsLong: { amount: 0 } })] })).body).toMatchObject({ accepted: 1, rejected: 0 });
     } finally {
       page.off('request', onRequest);
     }
@@ -468,7 +468,7 @@ describe('admin page', () => {
     const login = serverEvent({ eventName: 'login' });
     const broken = serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 5 }, platformUserId: 'not a number' });
     // One request each: the quarantine's order (newest first) is then the reverse of this.
-    for (const e of [purchase(), cheap, signup, login, broken]) expect((await postB(srv.url, own.token, { events: [e] })).status).toBeLessThan(500);
+    for (const e of [purchase(), cheap, signup, login, broken]) expect((await postBotApi(srv.url, own.token, { events: [e] })).status).toBeLessThan(500);
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsStored: 1, eventsBilled: 1 });
 
     await openProject(own.projectId);
@@ -558,9 +558,9 @@ describe('admin page', () => {
     const own = await provision(srv.url);
     expect((await admin(srv.url, 'PUT', `/admin/projects/${own.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} })).status).toBe(200);
     const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(100_000) } });
-    expect((await postB(srv.url, own.token, { events: [long] })).status).toBe(400);
+    expect((await postBotApi(srv.url, own.token, { events: [long] })).status).toBe(400);
     const many = Array.from({ length: 60 }, (_, i) => serverEvent({ eventName: `unplanned_${i}` }));
-    expect((await postB(srv.url, own.token, { events: many })).status).toBe(400);
+    expect((await postBotApi(srv.url, own.token, { events: many })).status).toBe(400);
     const all = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine?limit=1000`)).body.items.map((i: { eventId: string }) => i.eventId);
     expect(all).toHaveLength(61);
 
@@ -607,9 +607,9 @@ describe('admin page', () => {
 
       const tapped = serverEvent({ eventName: 'tapped', eventType: 'interaction' });
       const bad = serverEvent({ eventName: 'broken', platformUserId: undefined });
-      await postB(srv.url, own.token, { events: [tapped, tapped, bad] });
+      await postBotApi(srv.url, own.token, { events: [tapped, tapped, bad] });
       // Another project's events are not shown.
-      await postB(srv.url, other.token, { events: [serverEvent({ eventName: 'elsewhere' })] });
+      await postBotApi(srv.url, other.token, { events: [serverEvent({ eventName: 'elsewhere' })] });
       await expect.poll(() => rows.count()).toBe(3);
       // Newest on top.
       expect(await attrs(rows, 'data-status')).toEqual(['rejected', 'duplicated', 'accepted']);
@@ -630,7 +630,7 @@ describe('admin page', () => {
       // Paused: new events are counted, not added; Resume adds the ones held back.
       await byTestId('watch-pause').click();
       const held = [serverEvent({ eventName: 'while_paused' }), serverEvent({ eventName: 'while_paused' })];
-      await postB(srv.url, own.token, { events: held });
+      await postBotApi(srv.url, own.token, { events: held });
       await expect.poll(() => byTestId('watch-paused').getAttribute('data-value')).toBe('2');
       expect(await byTestId('watch-paused').textContent()).toContain('2 new events held back');
       expect(await rows.count()).toBe(3);
@@ -641,9 +641,9 @@ describe('admin page', () => {
 
       // Sampling: at most 50 a second reach the page; the next message says how many were skipped.
       await page.waitForTimeout(1100);
-      await postB(srv.url, own.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventName: 'burst' })) });
+      await postBotApi(srv.url, own.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventName: 'burst' })) });
       await page.waitForTimeout(1100);
-      await postB(srv.url, own.token, { events: [serverEvent({ eventName: 'after_burst' })] });
+      await postBotApi(srv.url, own.token, { events: [serverEvent({ eventName: 'after_burst' })] });
       await expect.poll(() => rows.first().getByTestId('watch-name').textContent()).toBe('after_burst');
       const shown = Number(await byTestId('watch-shown').getAttribute('data-total'));
       const skipped = Number(await byTestId('watch-skipped').getAttribute('data-value'));

@@ -2,7 +2,7 @@
 // admin authentication failures limited per client address, nosniff on every response.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.js';
-import { call, postB, provision, serverEvent } from '../helpers/api.js';
+import { call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -34,8 +34,8 @@ describe('ADMIN_HOST / ADMIN_PORT', () => {
     expect((await call(`${adminUrl}/metrics`)).text).toContain('tg_ingest_http_requests_total');
     // Ingestion stays on the main listener only.
     const p = await provision(adminUrl);
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
-    expect((await postB(adminUrl, p.token, { events: [serverEvent()] })).status).toBe(404);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(adminUrl, p.token, { events: [serverEvent()] })).status).toBe(404);
     for (const base of [srv.url, adminUrl]) expect((await call(`${base}/healthz`)).status).toBe(200);
   });
 });
@@ -59,8 +59,8 @@ describe('headers', () => {
   it('every response says X-Content-Type-Options: nosniff', async () => {
     const p = await provision(adminUrl);
     const answers = [
-      await postB(srv.url, p.token, { events: [serverEvent()] }),
-      await postB(srv.url, null, { events: [serverEvent()] }),
+      await postBotApi(srv.url, p.token, { events: [serverEvent()] }),
+      await postBotApi(srv.url, null, { events: [serverEvent()] }),
       await call(`${srv.url}/nowhere`),
       await call(`${srv.url}/tg`, { method: 'GET' }),
       await call(`${srv.url}/tg/webapp`, { method: 'OPTIONS' }),

@@ -46,9 +46,9 @@ const address = () => `10.${(nextAddress >> 16) & 255}.${(nextAddress >> 8) & 25
 const unknownToken = () => tags.issue();
 /** A key of the right shape without the deployment's tag: refused from memory. */
 const madeUpToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
-const postB = (token: string, from: string): Promise<Res> =>
+const postBotApi = (token: string, from: string): Promise<Res> =>
   call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': token, 'x-forwarded-for': `203.0.113.9, ${from}` }, body: { events: [serverEvent()] } });
-const postA = (botId: string, initData: string, from: string): Promise<Res> =>
+const postWebapp = (botId: string, initData: string, from: string): Promise<Res> =>
   call(`${srv.url}/tg/webapp`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { botId, auth: { initData }, events: [{ eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' }] } });
 
 /** While the token table is away, anything that still answers did not ask the database. */
@@ -64,40 +64,40 @@ async function withoutTokenTable<T>(fn: () => Promise<T>): Promise<T> {
 describe('bot_api keys', () => {
   it('refuses a key of the wrong shape without a query, and remembers an unknown one without another', async () => {
     const unknown = unknownToken();
-    expect((await postB(unknown, address())).status).toBe(401);
+    expect((await postBotApi(unknown, address())).status).toBe(401);
     await withoutTokenTable(async () => {
       for (const bad of ['tgk_short', `tgk_${'a'.repeat(44)}`, 'Bearer xyz', `tgk_${randomBytes(32).toString('base64')}`, madeUpToken()]) {
-        const r = await postB(bad, address());
+        const r = await postBotApi(bad, address());
         expect([r.status, r.body.error]).toEqual([401, 'api_key_invalid']);
       }
-      const again = await postB(unknown, address());
+      const again = await postBotApi(unknown, address());
       expect([again.status, again.body.error]).toEqual([401, 'api_key_invalid']);
       // A key that has to be looked up cannot be while the table is away: proof that the others were not.
-      const fresh = await postB(unknownToken(), address());
+      const fresh = await postBotApi(unknownToken(), address());
       expect([fresh.status, fresh.body.error]).toEqual([503, 'unavailable']);
     });
   });
 
   it('a flood of unknown keys evicts no known one', async () => {
-    expect((await postB(p.token, address())).status).toBe(202);
+    expect((await postBotApi(p.token, address())).status).toBe(202);
     // The cache of known credentials holds 2 here; 40 unknown keys pass through their own.
-    for (let i = 0; i < 40; i++) expect((await postB(unknownToken(), address())).status).toBe(401);
+    for (let i = 0; i < 40; i++) expect((await postBotApi(unknownToken(), address())).status).toBe(401);
     await withoutTokenTable(async () => {
-      expect((await postB(p.token, address())).status).toBe(202);
+      expect((await postBotApi(p.token, address())).status).toBe(202);
     });
   });
 
   it('limits failed lookups per client address; until then every answer is a 401, and a known key is always served', async () => {
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), from)).status).toBe(401);
-    const limited = await postB(unknownToken(), from);
+    for (let i = 0; i < 5; i++) expect((await postBotApi(unknownToken(), from)).status).toBe(401);
+    const limited = await postBotApi(unknownToken(), from);
     expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // A known key is always served; a refusal that costs nothing is now a 429 as well.
-    expect((await postB(p.token, from)).status).toBe(202);
-    expect((await postB('tgk_short', from)).body.error).toBe('auth_rate_limited');
+    expect((await postBotApi(p.token, from)).status).toBe(202);
+    expect((await postBotApi('tgk_short', from)).body.error).toBe('auth_rate_limited');
     // Another address has a budget of its own.
-    expect((await postB(unknownToken(), address())).status).toBe(401);
+    expect((await postBotApi(unknownToken(), address())).status).toBe(401);
     const m = (await admin(srv.url, 'GET', '/metrics')).text;
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
   });
@@ -106,47 +106,47 @@ describe('bot_api keys', () => {
     const from = address();
     const unknown = unknownToken();
     const refusals = [
-      await postB(unknown, from),
-      await postB(unknown, from),
-      await postB(madeUpToken(), from),
-      await postB('Bearer xyz', from),
+      await postBotApi(unknown, from),
+      await postBotApi(unknown, from),
+      await postBotApi(madeUpToken(), from),
+      await postBotApi('Bearer xyz', from),
       await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { events: [serverEvent()] } }),
     ];
     expect(refusals.map((r) => [r.status, r.body.error])).toEqual([
       [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_missing'],
     ]);
     // The budget of 5 is spent by them, so a flood of garbage keys is slowed like one of unknown keys.
-    const limited = await postB(unknown, from);
+    const limited = await postBotApi(unknown, from);
     expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
-    expect((await postB(p.token, from)).status).toBe(202);
+    expect((await postBotApi(p.token, from)).status).toBe(202);
   });
 
   it('holds the budget when unknown keys arrive all at once: 5 lookups, then 429', async () => {
     const from = address();
     const lookups = async () => metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
     const before = await lookups();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => postB(unknownToken(), from)));
+    const answers = await Promise.all(Array.from({ length: 30 }, () => postBotApi(unknownToken(), from)));
     expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
     expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(25);
     expect((await lookups()) - before).toBe(5);
     // Lookups that found the key were refunded: a known key from a fresh address spends nothing.
     const other = address();
-    for (let i = 0; i < 10; i++) expect((await postB(p.token, other)).status).toBe(202);
-    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), other)).status).toBe(401);
+    for (let i = 0; i < 10; i++) expect((await postBotApi(p.token, other)).status).toBe(202);
+    for (let i = 0; i < 5; i++) expect((await postBotApi(unknownToken(), other)).status).toBe(401);
   });
 
   it('answers a client past its budget a second late (AUTH_RATE_LIMITED_DELAY_MS), while its known key is served meanwhile', async () => {
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postB(unknownToken(), from)).status).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await postBotApi(unknownToken(), from)).status).toBe(401);
     const order: string[] = [];
     const started = Date.now();
-    const refused = postB(unknownToken(), from).then((r) => {
+    const refused = postBotApi(unknownToken(), from).then((r) => {
       order.push('429');
       return { r, ms: Date.now() - started };
     });
     // Held, not busy: the same address's valid request overtakes it.
     await new Promise((r) => setTimeout(r, 100));
-    expect((await postB(p.token, from)).status).toBe(202);
+    expect((await postBotApi(p.token, from)).status).toBe(202);
     order.push('202');
     const { r, ms } = await refused;
     expect([r.status, r.body.error, r.headers.get('retry-after') !== null]).toEqual([429, 'auth_rate_limited', true]);
@@ -227,48 +227,48 @@ describe('webapp bot ids and initData', () => {
   it('limits unknown bot ids per client address', async () => {
     const from = address();
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId });
-    expect((await postA(p.botId, initData, address())).status).toBe(202);
-    for (let i = 0; i < 5; i++) expect((await postA(randomUUID(), initData, from)).body.error).toBe('bot_unknown');
-    expect((await postA(randomUUID(), initData, from)).body.error).toBe('auth_rate_limited');
+    expect((await postWebapp(p.botId, initData, address())).status).toBe(202);
+    for (let i = 0; i < 5; i++) expect((await postWebapp(randomUUID(), initData, from)).body.error).toBe('bot_unknown');
+    expect((await postWebapp(randomUUID(), initData, from)).body.error).toBe('auth_rate_limited');
     // A known bot with a session verified before costs nothing: served.
-    expect((await postA(p.botId, initData, from)).status).toBe(202);
+    expect((await postWebapp(p.botId, initData, from)).status).toBe(202);
   });
 
   it('counts an unknown bot id already looked up, and a missing initData, like any failed authentication', async () => {
     const from = address();
     const unknownBot = randomUUID();
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 9191 } });
-    for (let i = 0; i < 3; i++) expect((await postA(unknownBot, initData, from)).body.error).toBe('bot_unknown');
-    for (let i = 0; i < 2; i++) expect((await postA(p.botId, '', from)).body.error).toBe('initdata_empty');
-    expect((await postA(unknownBot, initData, from)).body.error).toBe('auth_rate_limited');
-    expect((await postA(p.botId, '', from)).body.error).toBe('auth_rate_limited');
+    for (let i = 0; i < 3; i++) expect((await postWebapp(unknownBot, initData, from)).body.error).toBe('bot_unknown');
+    for (let i = 0; i < 2; i++) expect((await postWebapp(p.botId, '', from)).body.error).toBe('initdata_empty');
+    expect((await postWebapp(unknownBot, initData, from)).body.error).toBe('auth_rate_limited');
+    expect((await postWebapp(p.botId, '', from)).body.error).toBe('auth_rate_limited');
   });
 
   it('limits forged initData per client address and per bot, and always serves a verified session', async () => {
     const own = await provision(srv.url);
     const user = { id: 5151, first_name: 'Real' };
     const verified = makeInitData(signer, { messengerBotId: own.messengerBotId, user });
-    expect((await postA(own.botId, verified, address())).status).toBe(202);
+    expect((await postWebapp(own.botId, verified, address())).status).toBe(202);
     const forged = () => makeInitData(forger, { messengerBotId: own.messengerBotId, user });
 
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postA(own.botId, forged(), from)).body.error).toBe('initdata_signature_invalid');
-    const byAddress = await postA(own.botId, forged(), from);
+    for (let i = 0; i < 5; i++) expect((await postWebapp(own.botId, forged(), from)).body.error).toBe('initdata_signature_invalid');
+    const byAddress = await postWebapp(own.botId, forged(), from);
     expect([byAddress.status, byAddress.body.error]).toEqual([429, 'auth_rate_limited']);
-    expect((await postA(own.botId, verified, from)).status).toBe(202);
+    expect((await postWebapp(own.botId, verified, from)).status).toBe(202);
 
     // Three more failures from fresh addresses spend the bot's budget of 8.
-    for (let i = 0; i < 3; i++) expect((await postA(own.botId, forged(), address())).body.error).toBe('initdata_signature_invalid');
-    const byBot = await postA(own.botId, forged(), address());
+    for (let i = 0; i < 3; i++) expect((await postWebapp(own.botId, forged(), address())).body.error).toBe('initdata_signature_invalid');
+    const byBot = await postWebapp(own.botId, forged(), address());
     expect([byBot.status, byBot.body.error]).toEqual([429, 'auth_rate_limited']);
     // A session verified before is served from any address; one never seen is checked in the
     // low-priority lane past the budget, and served: no budget refuses a signature that verifies.
-    expect((await postA(own.botId, verified, address())).status).toBe(202);
-    expect((await postA(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6262 } }), address())).status).toBe(202);
-    expect((await postA(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6363 } }), from)).status).toBe(202);
+    expect((await postWebapp(own.botId, verified, address())).status).toBe(202);
+    expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6262 } }), address())).status).toBe(202);
+    expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6363 } }), from)).status).toBe(202);
     // Other bots are untouched.
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 7373 } });
-    expect((await postA(p.botId, initData, address())).status).toBe(202);
+    expect((await postWebapp(p.botId, initData, address())).status).toBe(202);
   });
 
   it('holds the bot\'s budget when forged initData arrives all at once from many addresses: 8 checks, then the low-priority lane and 429', async () => {
@@ -278,9 +278,9 @@ describe('webapp bot ids and initData', () => {
     const normal = (t: string) => metric(t, 'tg_ingest_pipeline_tasks_total{kind="verify",where="pool"}');
     const low = (t: string) => metric(t, 'tg_ingest_pipeline_tasks_total{kind="verify_low_priority",where="pool"}');
     // Sessions verified for real are refunded: ten of them spend nothing of the bot's budget.
-    for (let i = 0; i < 10; i++) expect((await postA(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 9000 + i } }), address())).status).toBe(202);
+    for (let i = 0; i < 10; i++) expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 9000 + i } }), address())).status).toBe(202);
     const before = await scrape();
-    const answers = await Promise.all(Array.from({ length: 40 }, () => postA(own.botId, makeInitData(forger, { messengerBotId: own.messengerBotId, user }), address())));
+    const answers = await Promise.all(Array.from({ length: 40 }, () => postWebapp(own.botId, makeInitData(forger, { messengerBotId: own.messengerBotId, user }), address())));
     expect(answers.filter((r) => r.body.error === 'initdata_signature_invalid')).toHaveLength(8);
     expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(32);
     const after = await scrape();

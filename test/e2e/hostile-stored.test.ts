@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -37,7 +37,7 @@ describe('a value PostgreSQL cannot index', () => {
     const charge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');
     const payment = serverEvent({ eventName: 'successful_payment', eventType: 'payment', eventOrigin: 'platform', propsString: { 'tg.telegram_payment_charge_id': charge, 'tg.currency': 'XTR' }, propsLong: { 'tg.total_amount': 5 } });
     const others = Array.from({ length: 20 }, () => serverEvent());
-    const [mine, ...theirs] = await Promise.all([postB(srv.url, a.token, { events: [payment] }), ...others.map((e) => postB(srv.url, b.token, { events: [e] }))]);
+    const [mine, ...theirs] = await Promise.all([postBotApi(srv.url, a.token, { events: [payment] }), ...others.map((e) => postBotApi(srv.url, b.token, { events: [e] }))]);
     expect(mine.status, mine.text).toBe(202);
     for (const r of theirs) expect(r.status).toBe(202);
     expect((await stored(payment.eventId))!.tg.telegram_payment_charge_id).toBe(charge);
@@ -45,7 +45,7 @@ describe('a value PostgreSQL cannot index', () => {
     expect(key!.action_key).toMatch(/^payment:sha256:[A-Za-z0-9_-]{43}$/);
     // The same charge again, from another connection of the project: billed once, as for short keys.
     const t2 = await admin(srv.url, 'POST', `/admin/bots/${a.botId}/tokens`);
-    const again = await postB(srv.url, t2.body.token, { events: [{ ...payment, eventId: randomUUID() }] });
+    const again = await postBotApi(srv.url, t2.body.token, { events: [{ ...payment, eventId: randomUUID() }] });
     expect(again.body.stored_not_billed).toBe(1);
   });
 
@@ -85,7 +85,7 @@ describe('a value PostgreSQL cannot index', () => {
         bot: { name: profile, description: text },
       };
       const neighbour = serverEvent();
-      const [mine, theirs] = await Promise.all([postB(srv.url, a.token, body), postB(srv.url, b.token, { events: [neighbour] })]);
+      const [mine, theirs] = await Promise.all([postBotApi(srv.url, a.token, body), postBotApi(srv.url, b.token, { events: [neighbour] })]);
       expect(theirs.status).toBe(202);
       expect(mine.status, mine.text).toBe(202);
       expect(mine.body.accepted).toBe(1);
@@ -104,7 +104,7 @@ describe('what is stored cannot hurt a later reader', () => {
     await db.sql`INSERT INTO quarantine (project_id, bot_id, channel, connection_id, user_id, received_at, event_id, codes, diagnostics, event, truncated)
       VALUES (${a.projectId}, ${a.botId}, 'bot_api', ${`token:${a.tokenId}`}, NULL, now(), NULL, ARRAY['event_date_invalid'], '[]'::jsonb, ${deep}, false)`;
     // Sent today, the same event is refused whole and nothing is kept.
-    const sent = await postB(srv.url, a.token, `{"events":[${deep}]}`);
+    const sent = await postBotApi(srv.url, a.token, `{"events":[${deep}]}`);
     expect([sent.status, sent.body.error]).toEqual([400, 'invalid_json']);
     const list = await admin(srv.url, 'GET', `/admin/projects/${a.projectId}/quarantine`);
     expect(list.status).toBe(200);
@@ -141,13 +141,13 @@ describe('every size a client chooses is bounded', () => {
   it('more users[] profiles than MAX_PROFILES_PER_REQUEST (1000) is 400 too_many_profiles, and nothing is stored', async () => {
     const users = Array.from({ length: 400_000 }, (_, i) => ({ messengerUserId: 10_000_000 + i, username: `u${i}` }));
     const ev = serverEvent();
-    const r = await postB(srv.url, a.token, { events: [ev], users });
+    const r = await postBotApi(srv.url, a.token, { events: [ev], users });
     expect([r.status, r.body.error, r.body.details]).toEqual([400, 'too_many_profiles', { count: 400_000, max: 1000 }]);
     expect(await stored(ev.eventId)).toBeUndefined();
     const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM users WHERE project_id = ${a.projectId} AND messenger_user_id BETWEEN 10000000 AND 10400000`;
     expect(n).toBe(0);
     // 1000 are fine.
-    expect((await postB(srv.url, a.token, { events: [serverEvent()], users: users.slice(0, 1000) })).status).toBe(202);
+    expect((await postBotApi(srv.url, a.token, { events: [serverEvent()], users: users.slice(0, 1000) })).status).toBe(202);
   });
 });
 
@@ -168,7 +168,7 @@ describe('admin-supplied schemas run in bounded time', () => {
     const tree = await admin(srv.url, 'PUT', `/admin/projects/${b.projectId}/tracking-plan`, plan({ tree: { type: 'object', additionalProperties: { $ref: '#' } } }));
     expect(tree.status, tree.text).toBe(200);
     const ev = serverEvent({ eventName: 'tree', propsString: { a: 'b' } });
-    expect((await postB(srv.url, b.token, { events: [ev] })).status).toBe(400);
+    expect((await postBotApi(srv.url, b.token, { events: [ev] })).status).toBe(400);
     await admin(srv.url, 'DELETE', `/admin/projects/${b.projectId}/tracking-plan`);
   });
 
@@ -177,7 +177,7 @@ describe('admin-supplied schemas run in bounded time', () => {
     expect(put.status, put.text).toBe(200);
     const evil = serverEvent({ eventName: 'word', propsString: { v: `${'a'.repeat(40)}!` } });
     const good = serverEvent({ eventName: 'word', propsString: { v: 'just some words' } });
-    const r = await postB(srv.url, b.token, { events: [evil, good] });
+    const r = await postBotApi(srv.url, b.token, { events: [evil, good] });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 1, rejected: 1 });
     expect(r.body.diagnostics).toEqual([expect.objectContaining({ event_id: evil.eventId, code: 'schema_violation', path: 'props_string.v' })]);
@@ -189,10 +189,10 @@ describe('admin-supplied schemas run in bounded time', () => {
       ON CONFLICT (project_id) DO UPDATE SET version = 1000, plan = excluded.plan`;
     const ev = serverEvent({ eventName: 'looped' });
     // Within 2 × AUTH_CACHE_TTL_MS the stored plan is in force.
-    let r = await postB(srv.url, b.token, { events: [ev] });
+    let r = await postBotApi(srv.url, b.token, { events: [ev] });
     for (let i = 0; i < 50 && r.status === 202; i++) {
       await new Promise((res) => setTimeout(res, 100));
-      r = await postB(srv.url, b.token, { events: [{ ...ev, eventId: randomUUID() }] });
+      r = await postBotApi(srv.url, b.token, { events: [{ ...ev, eventId: randomUUID() }] });
     }
     expect(r.status).toBe(400);
     expect(r.body.diagnostics[0]).toMatchObject({ code: 'schema_violation', path: 'event' });

@@ -4,7 +4,7 @@
 // on the other within 2 × AUTH_CACHE_TTL_MS.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, type Res, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, type Res, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -38,9 +38,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One webapp event for the provisioned bot's user, with fresh initData. */
 const webEvent = () => ({ eventId: randomUUID(), eventName: 'button_click', eventDate: new Date().toISOString(), eventType: 'interaction' });
-const postA = (srv: RunningServer, p: Provisioned): Promise<Res> =>
+const postWebapp = (srv: RunningServer, p: Provisioned): Promise<Res> =>
   call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData: makeInitData(signer, { messengerBotId: p.messengerBotId }) }, events: [webEvent()] } });
-const postOne = (srv: RunningServer, token: string) => postB(srv.url, token, { events: [serverEvent()] });
+const postOne = (srv: RunningServer, token: string) => postBotApi(srv.url, token, { events: [serverEvent()] });
 
 async function newToken(botId: string): Promise<{ token: string; tokenId: string }> {
   const t = await admin(a.url, 'POST', `/admin/bots/${botId}/tokens`);
@@ -61,7 +61,7 @@ describe('exact across instances', () => {
     for (let round = 0; round < 20; round++) {
       const events = Array.from({ length: 50 }, () => serverEvent());
       for (const e of events) ids.add(e.eventId);
-      const answers = await Promise.all([postB(a.url, p.token, { events }), postB(b.url, p.token, { events })]);
+      const answers = await Promise.all([postBotApi(a.url, p.token, { events }), postBotApi(b.url, p.token, { events })]);
       for (const r of answers) {
         expect(r.status, r.text).toBe(202);
         expect(r.body).toMatchObject({ accepted: 50, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0 });
@@ -91,7 +91,7 @@ describe('exact across instances', () => {
         { srv: b, token: second.token, tokenId: second.tokenId, events: [ev()] },
         { srv: b, token: second.token, tokenId: second.tokenId, events: [ev(), ev(), ev()] },
       ];
-      const answers = await Promise.all(reqs.map((q) => postB(q.srv.url, q.token, { events: q.events })));
+      const answers = await Promise.all(reqs.map((q) => postBotApi(q.srv.url, q.token, { events: q.events })));
       for (const [i, r] of answers.entries()) {
         expect(r.status, r.text).toBe(202);
         expect(r.body.accepted).toBe(reqs[i]!.events.length);
@@ -128,7 +128,7 @@ describe('quota across instances', () => {
       const events = Array.from({ length: 100 }, () => serverEvent());
       const ids = events.map((e) => e.eventId);
       for (let attempts = 1; ; attempts++) {
-        const r = await postB(srv.url, p.token, { events });
+        const r = await postBotApi(srv.url, p.token, { events });
         const retryAfter = r.headers.get('retry-after');
         if (r.status === 503 && retryAfter !== null && Date.now() - started < 40_000) {
           await sleep(Number(retryAfter) * 1000);
@@ -171,7 +171,7 @@ describe('quota across instances', () => {
     const burst = await Promise.all(Array.from({ length: 20 }, async () => {
       const events = Array.from({ length: 50 }, () => serverEvent());
       for (;;) {
-        const r = await postB(b.url, p.token, { events });
+        const r = await postBotApi(b.url, p.token, { events });
         if (r.status === 503 && r.headers.get('retry-after') !== null && Date.now() - changed < 20_000) {
           await sleep(Number(r.headers.get('retry-after')) * 1000);
           continue;
@@ -229,10 +229,10 @@ describe(`changes made through instance A reach instance B within 2 × AUTH_CACH
 
   it("the bot's miniAppIngest switch: 409 miniapp_ingest_disabled on B's webapp endpoint", async () => {
     const p = await provision(a.url);
-    const warm = await postA(b, p);
+    const warm = await postWebapp(b, p);
     expect(warm.status, warm.text).toBe(202);
     expect((await admin(a.url, 'PATCH', `/admin/bots/${p.botId}`, { miniAppIngest: false })).status).toBe(200);
-    const probe = async () => is(await postA(b, p), 409, 'miniapp_ingest_disabled');
+    const probe = async () => is(await postWebapp(b, p), 409, 'miniapp_ingest_disabled');
     expect(await untilApplied(probe)).toBeLessThan(BOUND_MS);
     await stays(probe);
   });
@@ -243,7 +243,7 @@ describe(`changes made through instance A reach instance B within 2 × AUTH_CACH
     expect(other.status).toBe(201);
     const projectOf = async (): Promise<string> => {
       const e = serverEvent();
-      const r = await postB(b.url, p.token, { events: [e] });
+      const r = await postBotApi(b.url, p.token, { events: [e] });
       expect(r.status, r.text).toBe(202);
       const [row] = await db.sql`SELECT project_id FROM events WHERE event_id = ${e.eventId}`;
       return row!.project_id as string;
@@ -308,8 +308,8 @@ describe(`changes made through instance A reach instance B within 2 × AUTH_CACH
         name: 'miniAppIngest off',
         setup: async () => {
           const p = await provision(a.url);
-          expect((await postA(b, p)).status).toBe(202);
-          return { change: () => admin(a.url, 'PATCH', `/admin/bots/${p.botId}`, { miniAppIngest: false }), applied: async () => is(await postA(b, p), 409) };
+          expect((await postWebapp(b, p)).status).toBe(202);
+          return { change: () => admin(a.url, 'PATCH', `/admin/bots/${p.botId}`, { miniAppIngest: false }), applied: async () => is(await postWebapp(b, p), 409) };
         },
       },
       {

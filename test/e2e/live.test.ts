@@ -2,7 +2,7 @@
 // of the project as it is answered, sampled to LIVE_MESSAGES_PER_S with the skipped ones counted.
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -54,10 +54,10 @@ describe('the live view', () => {
     await until(() => v.messages.some((m) => m.type === 'ready'));
     const dup = serverEvent({ eventName: 'tapped', eventType: 'interaction' });
     const bad = serverEvent({ eventName: 'broken', platformUserId: undefined });
-    await postB(srv.url, p.token, { events: [dup, dup, bad] });
+    await postBotApi(srv.url, p.token, { events: [dup, dup, bad] });
     // Another project's events are not shown.
     const other = await provision(srv.url);
-    await postB(srv.url, other.token, { events: [serverEvent()] });
+    await postBotApi(srv.url, other.token, { events: [serverEvent()] });
     await until(() => v.messages.length >= 4);
     await new Promise((r) => setTimeout(r, 200));
     const events = v.messages.filter((m) => m.type !== 'ready');
@@ -74,7 +74,7 @@ describe('the live view', () => {
     const started = Date.now();
     let sent = 0;
     for (let i = 0; i < 10; i++) {
-      await postB(srv.url, p.token, { events: Array.from({ length: 40 }, () => serverEvent()) });
+      await postBotApi(srv.url, p.token, { events: Array.from({ length: 40 }, () => serverEvent()) });
       sent += 40;
     }
     const floodMs = Date.now() - started;
@@ -84,7 +84,7 @@ describe('the live view', () => {
     expect(inFlood).toBeGreaterThanOrEqual(50);
     // After a second, one more event: its message carries the rest of the count.
     await new Promise((r) => setTimeout(r, 1100));
-    await postB(srv.url, p.token, { events: [serverEvent()] });
+    await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     sent += 1;
     await until(() => v.messages.filter((m) => m.type !== 'ready').length > inFlood);
     const events = v.messages.filter((m) => m.type !== 'ready');
@@ -99,7 +99,7 @@ describe('the live view', () => {
     const got: string[] = [];
     inUrl.on('message', (d) => got.push(d.toString()));
     await new Promise((r) => inUrl.on('open', r));
-    await postB(srv.url, p.token, { events: [serverEvent()] });
+    await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     await new Promise((r) => setTimeout(r, 300));
     expect(got).toEqual([]);
     inUrl.close();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { freePort } from '../../src/db/embedded.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { checkNginxConf, NGINX_CONF, renderNginxConf, type RunningNginx, startNginx } from '../helpers/nginx.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
@@ -110,7 +110,7 @@ describe('through nginx with two instances', () => {
     const statuses: number[] = [];
     const remaining: (string | null)[] = [];
     for (let i = 0; i < 6; i++) {
-      const r = await postB(lb.url, p.token, { events: [serverEvent()] });
+      const r = await postBotApi(lb.url, p.token, { events: [serverEvent()] });
       statuses.push(r.status);
       remaining.push(r.headers.get('ratelimit-remaining'));
       if (i === 5) expect(r.body).toMatchObject({ error: 'rate_limited' });
@@ -119,13 +119,13 @@ describe('through nginx with two instances', () => {
     expect(remaining).toEqual(['4', '3', '2', '1', '0', '0']);
 
     const second = await createToken();
-    const r = await postB(lb.url, second, { events: [serverEvent()] });
+    const r = await postBotApi(lb.url, second, { events: [serverEvent()] });
     expect(r.status).toBe(202);
     expect(r.headers.get('ratelimit-remaining')).toBe('4');
 
     // The bucket lives on one instance only: asked directly, the other still has a full one. Without
     // the hash the six requests would have been spread over two buckets, none of them refused.
-    const direct = await Promise.all([one, two].map((s) => postB(s.url, p.token, { events: [serverEvent()] })));
+    const direct = await Promise.all([one, two].map((s) => postBotApi(s.url, p.token, { events: [serverEvent()] })));
     expect(direct.map((d) => d.status).sort()).toEqual([202, 429]);
   });
 
@@ -133,8 +133,8 @@ describe('through nginx with two instances', () => {
     const before = await Promise.all([botApi202(one), botApi202(two)]);
     for (let i = 0; i < 16; i++) {
       const token = await createToken();
-      const first = await postB(lb.url, token, { events: [serverEvent()] });
-      const again = await postB(lb.url, token, { events: [serverEvent()] });
+      const first = await postBotApi(lb.url, token, { events: [serverEvent()] });
+      const again = await postBotApi(lb.url, token, { events: [serverEvent()] });
       expect([first.status, again.status]).toEqual([202, 202]);
       expect([first.headers.get('ratelimit-remaining'), again.headers.get('ratelimit-remaining')]).toEqual(['4', '3']);
     }
@@ -185,7 +185,7 @@ describe('through nginx with two instances', () => {
     const dead = await startNginx([await freePort(), await freePort()]);
     try {
       for (const path of ['/tg', '/tg/webapp']) {
-        const r = await postB(dead.url, p.token, { events: [serverEvent()] }, {}, path);
+        const r = await postBotApi(dead.url, p.token, { events: [serverEvent()] }, {}, path);
         expect(r.status, path).toBe(503);
         expect(r.headers.get('retry-after'), path).toBe('1');
         expect(r.body, path).toMatchObject({ error: 'unavailable' });
@@ -236,7 +236,7 @@ describe('through nginx with two instances', () => {
       await until(() => messages.some((m) => m.type === 'ready'));
       // One event answered by each instance: the viewer sees the one of its instance only.
       const events = [serverEvent(), serverEvent()];
-      const answers = await Promise.all([one, two].map((s, i) => postB(s.url, token, { events: [events[i]] })));
+      const answers = await Promise.all([one, two].map((s, i) => postBotApi(s.url, token, { events: [events[i]] })));
       expect(answers.map((a) => a.status), JSON.stringify(answers.map((a) => a.body))).toEqual([202, 202]);
       await until(() => messages.some((m) => m.type !== 'ready'));
       await new Promise((r) => setTimeout(r, 300));

@@ -1,6 +1,6 @@
 // Metrics in Prometheus text, structured logs with request ids, rate-limit headers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -33,10 +33,10 @@ describe('metrics', () => {
     const second = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token as string;
     const dup = serverEvent();
     const pay = () => serverEvent({ eventOrigin: 'platform', propsString: { 'tg.telegram_payment_charge_id': 'm-1' } });
-    await postB(srv.url, p.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined }), pay()] });
-    await postB(srv.url, p.token, { events: [dup] });
-    await postB(srv.url, second, { events: [pay()] });
-    for (let i = 0; i < 6; i++) await postB(srv.url, second, { events: [serverEvent()] });
+    await postBotApi(srv.url, p.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined }), pay()] });
+    await postBotApi(srv.url, p.token, { events: [dup] });
+    await postBotApi(srv.url, second, { events: [pay()] });
+    for (let i = 0; i < 6; i++) await postBotApi(srv.url, second, { events: [serverEvent()] });
 
     const res = await admin(srv.url, 'GET', '/metrics');
     expect(res.status).toBe(200);
@@ -79,7 +79,7 @@ describe('metrics', () => {
 
 describe('logs and request ids', () => {
   it('echo a request id in X-Request-Id and log it, as JSON, at the configured level', async () => {
-    const r = await postB(srv.url, p.token, { events: [serverEvent()] });
+    const r = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     const id = r.headers.get('x-request-id')!;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     for (let i = 0; i < 100 && !srv.logs.some((l) => l.requestId === id); i++) await new Promise((res) => setTimeout(res, 50));
@@ -101,20 +101,20 @@ describe('logs and request ids', () => {
 describe('rate-limit headers', () => {
   it('come with every bot_api answer once the token is known, refusals included, and with none before', async () => {
     const own = await provision(srv.url);
-    const ok = await postB(srv.url, own.token, { events: [serverEvent()] });
+    const ok = await postBotApi(srv.url, own.token, { events: [serverEvent()] });
     expect([ok.headers.get('ratelimit-limit'), ok.headers.get('ratelimit-remaining')]).toEqual(['5', '4']);
     expect(Number(ok.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
-    const bad = await postB(srv.url, own.token, 'nope');
+    const bad = await postBotApi(srv.url, own.token, 'nope');
     expect(bad.status).toBe(400);
     expect(bad.headers.get('ratelimit-remaining')).toBe('3');
-    const anonymous = await postB(srv.url, null, { events: [serverEvent()] });
+    const anonymous = await postBotApi(srv.url, null, { events: [serverEvent()] });
     expect(anonymous.status).toBe(401);
     // No bucket was touched: no figures of one.
     expect(anonymous.headers.get('ratelimit-limit')).toBeNull();
-    const unknown = await postB(srv.url, `tgk_${'A'.repeat(43)}`, { events: [serverEvent()] });
+    const unknown = await postBotApi(srv.url, `tgk_${'A'.repeat(43)}`, { events: [serverEvent()] });
     expect([unknown.status, unknown.headers.get('ratelimit-remaining')]).toEqual([401, null]);
-    for (let i = 0; i < 3; i++) await postB(srv.url, own.token, { events: [serverEvent()] });
-    const limited = await postB(srv.url, own.token, { events: [serverEvent()] });
+    for (let i = 0; i < 3; i++) await postBotApi(srv.url, own.token, { events: [serverEvent()] });
+    const limited = await postBotApi(srv.url, own.token, { events: [serverEvent()] });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PATHS } from '../../src/endpoints.js';
 import { ERRORS } from '../../src/errors.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
-import { admin, call, postB, provision, type Res, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Res, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner, type InitDataOptions } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
@@ -249,16 +249,16 @@ describe('the document', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Endpoint B
+// bot_api
 
 const webEvent = (over: Record<string, unknown> = {}) => ({ eventId: randomUUID(), eventName: 'button_click', eventDate: new Date().toISOString(), eventType: 'interaction', ...over });
 let nextBotId = 8_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
-describe('endpoint B', () => {
+describe('bot_api', () => {
   for (const path of ['/tg', '/messenger']) {
     it(`${path}: 202, 400 (both bodies), 401, 402, 403, 405, 413, 415, 429`, async () => {
       const p = await provision(srv.url);
-      const B = (token: string | null, body: unknown, headers: Record<string, string> = {}, url = srv.url) => postB(url, token, body, headers, path);
+      const B = (token: string | null, body: unknown, headers: Record<string, string> = {}, url = srv.url) => postBotApi(url, token, body, headers, path);
       const c = async (r: Promise<Res>, status: number, error?: string) => check('POST', path, await r, status, error);
 
       const clean = {
@@ -267,7 +267,7 @@ describe('endpoint B', () => {
         bot: { messengerBotId: p.messengerBotId, name: 'Shop bot', description: 'Sells', starsAmount: 10 },
         version: '1',
       };
-      expectValid({ $ref: '#/components/schemas/ServerRequest' }, clean, 'a clean request of endpoint B');
+      expectValid({ $ref: '#/components/schemas/ServerRequest' }, clean, 'a clean request of bot_api');
       const first = await c(B(p.token, clean, { 'x-request-id': 'openapi-test-1' }), 202);
       expect(first.headers.get('x-request-id')).toBe('openapi-test-1');
       expect(first.body.accepted).toBe(1);
@@ -320,9 +320,9 @@ describe('endpoint B', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Endpoint A
+// webapp
 
-describe('endpoint A', () => {
+describe('webapp', () => {
   for (const path of ['/tg/webapp', '/messenger/webapp']) {
     it(`${path}: 202, 400 (both bodies), 401, 402, 405, 409, 413, 415, 429 and the preflight`, async () => {
       const p = await provision(srv.url);
@@ -332,7 +332,7 @@ describe('endpoint A', () => {
       const batch = (events: unknown[] = [webEvent()], initData = init(), botId = p.botId) => ({ botId, auth: { initData }, events });
 
       const clean = batch([webEvent({ propsString: { page: 'home' }, propsLong: { n: 1 }, propsBool: { ok: true }, text: 'hi' })]);
-      expectValid({ $ref: '#/components/schemas/WebappRequest' }, clean, 'a clean request of endpoint A');
+      expectValid({ $ref: '#/components/schemas/WebappRequest' }, clean, 'a clean request of webapp');
       await c(A(clean, { origin: 'https://app.example' }), 202);
       const dup = webEvent();
       const messy = await c(A(batch([dup, dup, webEvent({ eventType: undefined }), webEvent({ eventType: 'zzz', propsFloat: { r: 1.5 } }), webEvent({ eventDate: 'yesterday' }), 7])), 202);
@@ -397,7 +397,7 @@ describe('503', () => {
     const p = await provision(srv.url);
     await db.sql`ALTER VIEW billing_usage RENAME TO billing_usage_away`;
     try {
-      for (const path of ['/tg', '/messenger']) check('POST', path, await postB(srv.url, p.token, { events: [serverEvent()] }, {}, path), 503, 'unavailable');
+      for (const path of ['/tg', '/messenger']) check('POST', path, await postBotApi(srv.url, p.token, { events: [serverEvent()] }, {}, path), 503, 'unavailable');
       const initData = makeInitData(signer, { messengerBotId: p.messengerBotId });
       for (const path of ['/tg/webapp', '/messenger/webapp']) {
         check('POST', path, await call(`${srv.url}${path}`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [webEvent()] } }), 503, 'unavailable');
@@ -477,7 +477,7 @@ describe('admin API', () => {
     const token = await adminCall('POST', '/admin/bots/{botId}/tokens', `/admin/bots/${botId}/tokens`, undefined, 201);
     await adminCall('GET', '/admin/bots/{botId}/tokens', `/admin/bots/${botId}/tokens`, undefined, 200);
     const payment = serverEvent({ eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', propsString: { 'tg.currency': 'USD' }, propsLong: { 'tg.total_amount': 500 } });
-    check('POST', '/tg', await postB(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }), 202);
+    check('POST', '/tg', await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }), 202);
     const revenue = await adminCall('GET', '/admin/projects/{projectId}/reports/revenue', `/admin/projects/${projectId}/reports/revenue`, undefined, 200);
     expect(revenue.body).toEqual([{ currency: 'USD', totalAmount: 500 }]);
     const usage = await adminCall('GET', '/admin/projects/{projectId}/usage', `/admin/projects/${projectId}/usage`, undefined, 200);
@@ -576,14 +576,14 @@ describe('event quality', () => {
     const p = await provision(srv.url);
     const url = `/admin/projects/${p.projectId}/tracking-plan`;
     await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200);
-    const warned = check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 }, propsString: { currency: 'GBP' } }), serverEvent({ eventName: 'signup' })] }), 202);
+    const warned = check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 }, propsString: { currency: 'GBP' } }), serverEvent({ eventName: 'signup' })] }), 202);
     expect(warned.body).toMatchObject({ accepted: 2, rejected: 0 });
     expect(codesOf(warned)).toEqual([
       ['event_unplanned', 'warning', 'event_name'], ['schema_violation', 'warning', 'props_long.amount'], ['schema_violation', 'warning', 'props_string.currency'],
     ]);
 
     await adminCall('PUT', PLAN, url, plan('block', 'block'), 200);
-    const blocked = check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'signup' })] }), 202);
+    const blocked = check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'signup' })] }), 202);
     expect(blocked.body).toMatchObject({ accepted: 1, rejected: 2 });
     expect(codesOf(blocked)).toEqual([['event_unplanned', 'error', 'event_name'], ['schema_violation', 'error', 'props_long.amount']]);
 
@@ -602,9 +602,9 @@ describe('event quality', () => {
     const p = await provision(srv.url);
     const base = `/admin/projects/${p.projectId}/quarantine`;
     await adminCall('PUT', PLAN, `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'allow'), 200);
-    for (let i = 0; i < 3; i++) check('POST', '/tg', await postB(srv.url, p.token, { events: [purchase({ propsString: { currency: 'GBP' } }), serverEvent()] }), 202);
+    for (let i = 0; i < 3; i++) check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase({ propsString: { currency: 'GBP' } }), serverEvent()] }), 202);
     const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(70_000) } });
-    check('POST', '/tg', await postB(srv.url, p.token, { events: [long] }), 400);
+    check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [long] }), 400);
 
     const first = await adminCall('GET', QUARANTINE, base, undefined, 200);
     expect(first.body.items).toHaveLength(4);
@@ -643,7 +643,7 @@ describe('event quality', () => {
     const cheap = purchase({ propsLong: { amount: 0 } });
     const unplanned = serverEvent({ eventName: 'signup' });
     const broken = serverEvent({ platformUserId: 'not a number' });
-    expect(check('POST', '/tg', await postB(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] }), 202).body).toMatchObject({ accepted: 1, rejected: 3 });
+    expect(check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] }), 202).body).toMatchObject({ accepted: 1, rejected: 3 });
     await adminCall('PUT', PLAN, planUrl, plan('block', 'allow', purchaseSchema(0)), 200);
 
     const dry = await adminCall('POST', REPLAY, url, { dryRun: true }, 200);
@@ -662,7 +662,7 @@ describe('event quality', () => {
     // The allowance: the accepted event used it up, so the replay of the other is refused (a dry run is not).
     const poor = await provision(srv.url, { eventAllowance: 1 });
     await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow'), 200);
-    check('POST', '/tg', await postB(srv.url, poor.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } })] }), 202);
+    check('POST', '/tg', await postBotApi(srv.url, poor.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } })] }), 202);
     await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow', purchaseSchema(0)), 200);
     const poorUrl = `/admin/projects/${poor.projectId}/quarantine/replay`;
     expect((await adminCall('POST', REPLAY, poorUrl, { dryRun: true }, 200)).body).toEqual({ replayed: 1, accepted: 1, stillRejected: 0, duplicated: 0 });
@@ -716,7 +716,7 @@ describe('the live view', () => {
     };
     await until(() => messages.some((m) => m.type === 'ready'));
     const dup = serverEvent({ propsString: { page: 'home' } });
-    check('POST', '/tg', await postB(srv.url, p.token, { events: [dup, dup, serverEvent({ platformUserId: 'x' }), serverEvent({ eventType: 'zzz' })] }), 202);
+    check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [dup, dup, serverEvent({ platformUserId: 'x' }), serverEvent({ eventType: 'zzz' })] }), 202);
     await until(() => messages.length >= 5);
     expect(messages.map((m) => m.type ?? m.status)).toEqual(['ready', 'accepted', 'duplicated', 'rejected', 'accepted']);
     for (const m of messages) expectValid({ $ref: '#/components/schemas/LiveMessage' }, m, `live message ${JSON.stringify(m).slice(0, 80)}`);

@@ -1,7 +1,7 @@
 // `events` partitioned by month of received_at: partitions made ahead, deduplication that reaches
 // into the previous month, retention by dropping whole months, reports across partitions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -47,7 +47,7 @@ describe('deduplication across a month boundary', () => {
       eventDate: lastMonth(), eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment',
       propsString: { 'tg.currency': 'EUR', 'tg.provider_payment_charge_id': 'charge-across' }, propsLong: { 'tg.total_amount': 700 },
     });
-    expect((await postB(srv.url, p.token, { events: [early, payment] })).body.accepted).toBe(2);
+    expect((await postBotApi(srv.url, p.token, { events: [early, payment] })).body.accepted).toBe(2);
     // As if they had arrived last month: the rows move to last month's partition.
     await db.sql`UPDATE events SET received_at = received_at - interval '1 month' WHERE event_id IN (${early.eventId}, ${payment.eventId})`;
     const [{ part }] = await db.sql`SELECT tableoid::regclass::text AS part FROM events WHERE event_id = ${early.eventId}`;
@@ -56,7 +56,7 @@ describe('deduplication across a month boundary', () => {
 
     // Sent again now, with a new event in the same request.
     const fresh = serverEvent();
-    const again = await postB(srv.url, p.token, { events: [early, payment, fresh] });
+    const again = await postBotApi(srv.url, p.token, { events: [early, payment, fresh] });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ accepted: 3, rejected: 0 });
     const rows = await db.sql`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY 1`;

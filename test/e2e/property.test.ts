@@ -76,7 +76,7 @@ function copyRows(bytes: Uint8Array): Record<string, string | null>[] {
   });
 }
 
-describe('random batches on endpoint B', () => {
+describe('random batches on bot_api', () => {
   it('agree with the pure pipeline and leave exactly the accepted events in PostgreSQL', async () => {
     const seen = { runs: 0, refused: 0, accepted: 0, rejected: 0, duplicated: 0, warnings: 0 };
     await fc.assert(

@@ -2,7 +2,7 @@
 // quarantine of rejected events, replay once the sender or the plan is fixed, and the bounds.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -70,7 +70,7 @@ describe('tracking plans at the door', () => {
     const p = await provision(srv.url);
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('warn', 'warn'));
     const bad = purchase({ eventType: 'message', propsLong: { amount: 0 }, propsString: { currency: 'RUB' } });
-    const r = await postB(srv.url, p.token, { events: [bad, purchase(), serverEvent({ eventName: 'unknown_thing' })] });
+    const r = await postBotApi(srv.url, p.token, { events: [bad, purchase(), serverEvent({ eventName: 'unknown_thing' })] });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 3, rejected: 0 });
     expect(r.body.diagnostics.map((d: { code: string; severity: string; path: string }) => [d.code, d.severity, d.path]).sort()).toEqual([
@@ -88,7 +88,7 @@ describe('tracking plans at the door', () => {
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'block'));
     const many = purchase({ propsLong: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`n${i}`, i])), eventType: 'message', propsString: {} });
     const unplanned = serverEvent({ eventName: 'unknown_thing' });
-    const r = await postB(srv.url, p.token, { events: [purchase(), many, unplanned] });
+    const r = await postBotApi(srv.url, p.token, { events: [purchase(), many, unplanned] });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 1, rejected: 2 });
     const codes = r.body.diagnostics.map((d: { code: string; severity: string; event_id: string }) => [d.event_id, d.code, d.severity]);
@@ -123,7 +123,7 @@ describe('tracking plans at the door', () => {
 
   it('no plan: everything as before', async () => {
     const p = await provision(srv.url);
-    const r = await postB(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'anything' })] });
+    const r = await postBotApi(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'anything' })] });
     expect(r.body).toMatchObject({ accepted: 2, rejected: 0, diagnostics: [] });
   });
 });
@@ -134,12 +134,12 @@ describe('the quarantine', () => {
     const noUser = serverEvent({ platformUserId: undefined });
     const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(100_000) } });
     // Every event rejected: 400 with the normal body, and both are in quarantine.
-    const r = await postB(srv.url, p.token, { events: [noUser, long] });
+    const r = await postBotApi(srv.url, p.token, { events: [noUser, long] });
     expect(r.status).toBe(400);
     expect(r.body.rejected).toBe(2);
     // Refused whole: nothing is kept.
-    expect((await postB(srv.url, p.token, { events: [{ eventName: 'no id' }] })).status).toBe(400);
-    expect((await postB(srv.url, `${p.token}x`, { events: [noUser] })).status).toBe(401);
+    expect((await postBotApi(srv.url, p.token, { events: [{ eventName: 'no id' }] })).status).toBe(400);
+    expect((await postBotApi(srv.url, `${p.token}x`, { events: [noUser] })).status).toBe(401);
     const q = await quarantine(p);
     expect(q.items).toHaveLength(2);
     const cut = q.items.find((i: { eventId: string }) => i.eventId === long.eventId);
@@ -158,8 +158,8 @@ describe('the quarantine', () => {
 
   it('lists newest first with a cursor, filters by code, and deletes by code', async () => {
     const p = await provision(srv.url);
-    for (let i = 0; i < 3; i++) await postB(srv.url, p.token, { events: [serverEvent(), serverEvent({ eventOrigin: 'nope' })] });
-    await postB(srv.url, p.token, { events: [serverEvent(), serverEvent({ platformUserId: undefined })] });
+    for (let i = 0; i < 3; i++) await postBotApi(srv.url, p.token, { events: [serverEvent(), serverEvent({ eventOrigin: 'nope' })] });
+    await postBotApi(srv.url, p.token, { events: [serverEvent(), serverEvent({ platformUserId: undefined })] });
     const page1 = await quarantine(p, '?limit=2');
     expect(page1.items).toHaveLength(2);
     expect(page1.items[0].id).toBeGreaterThan(page1.items[1].id);
@@ -179,7 +179,7 @@ describe('the quarantine', () => {
     for (let i = 0; i < 8; i++) {
       const e = serverEvent({ eventOrigin: 'nope' });
       sent.push(e.eventId);
-      await postB(srv.url, p.token, { events: [e] });
+      await postBotApi(srv.url, p.token, { events: [e] });
     }
     let kept: string[] = [];
     for (let i = 0; i < 50; i++) {
@@ -223,11 +223,11 @@ describe('replay', () => {
     const cheap = purchase({ propsLong: { amount: 0 } });
     const unplanned = serverEvent({ eventName: 'signup' });
     const broken = serverEvent({ platformUserId: 'not a number' });
-    const r = await postB(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] });
+    const r = await postBotApi(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] });
     expect(r.body).toMatchObject({ accepted: 1, rejected: 3 });
     // The same id as a quarantined event, stored meanwhile by a fixed sender.
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object' } } });
-    expect((await postB(srv.url, p.token, { events: [cheap] })).body.accepted).toBe(1);
+    expect((await postBotApi(srv.url, p.token, { events: [cheap] })).body.accepted).toBe(1);
 
     const url = `/admin/projects/${p.projectId}/quarantine/replay`;
     const before = await usage(p);
@@ -258,7 +258,7 @@ describe('replay past the allowance', () => {
     const p = await provision(srv.url, { eventAllowance: 3 });
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} });
     const sent = Array.from({ length: 5 }, () => serverEvent({ eventName: 'signup' }));
-    expect((await postB(srv.url, p.token, { events: sent })).body).toMatchObject({ accepted: 0, rejected: 5 });
+    expect((await postBotApi(srv.url, p.token, { events: sent })).body).toMatchObject({ accepted: 0, rejected: 5 });
     await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/tracking-plan`);
 
     const url = `/admin/projects/${p.projectId}/quarantine/replay`;
@@ -282,12 +282,12 @@ describe('a changed plan on another instance', () => {
     const other = await startServer(db.url, { AUTH_CACHE_TTL_MS: '300', RATE_LIMIT_BURST: '100000' });
     try {
       const p = await provision(srv.url);
-      expect((await postB(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted).toBe(1);
+      expect((await postBotApi(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted).toBe(1);
       await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'block'));
       const changed = Date.now();
       let accepted = 1;
       while (accepted !== 0 && Date.now() - changed < 5000) {
-        accepted = (await postB(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted;
+        accepted = (await postBotApi(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted;
       }
       expect(accepted).toBe(0);
       // 2 × 300 ms, with room for a slow machine.

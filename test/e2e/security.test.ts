@@ -1,6 +1,6 @@
 // Secrets never reach the logs; one user's initData writes only as that user, only for its bot.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
@@ -25,11 +25,11 @@ describe('logs', () => {
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 31337, first_name: marker } });
     const signature = new URLSearchParams(initData).get('signature')!;
     // Successes, refusals and errors of every kind.
-    await postB(srv.url, p.token, { events: [serverEvent({ text: marker, propsString: { k: marker } })] });
-    await postB(srv.url, p.token, { events: [serverEvent({ platformUserId: undefined, eventName: marker })] });
-    await postB(srv.url, p.token, 'not json');
-    for (let i = 0; i < 3; i++) await postB(srv.url, p.token, { events: [serverEvent()] });
-    await postB(srv.url, `${p.token}x`, { events: [serverEvent()] });
+    await postBotApi(srv.url, p.token, { events: [serverEvent({ text: marker, propsString: { k: marker } })] });
+    await postBotApi(srv.url, p.token, { events: [serverEvent({ platformUserId: undefined, eventName: marker })] });
+    await postBotApi(srv.url, p.token, 'not json');
+    for (let i = 0; i < 3; i++) await postBotApi(srv.url, p.token, { events: [serverEvent()] });
+    await postBotApi(srv.url, `${p.token}x`, { events: [serverEvent()] });
     await call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [{ eventId: serverEvent().eventId, eventName: marker, eventDate: '2026-01-01T00:00:00Z', eventType: 'message' }] } });
     await call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData: initData.replace('auth_date=', 'auth_date=1') }, events: [] } });
     await call(`${srv.url}/admin/projects`, { headers: { authorization: 'Bearer wrong-admin-token-value' } });

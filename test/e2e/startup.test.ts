@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, startServer } from '../helpers/server.js';
 
@@ -97,11 +97,11 @@ describe('admin CLI', () => {
       cli('bot', 'update', b.out.botId, '--api', 'on');
       const t = cli('token', 'create', b.out.botId);
       expect(t.out.token).toMatch(/^tgk_/);
-      expect((await postB(s.url, t.out.token, { events: [serverEvent()] })).status).toBe(202);
+      expect((await postBotApi(s.url, t.out.token, { events: [serverEvent()] })).status).toBe(202);
       expect(cli('project', 'usage', p.out.projectId).out).toMatchObject({ eventAllowance: 1000, eventsBilled: 1 });
       expect(cli('project', 'set-allowance', p.out.projectId, 'unlimited').out.eventAllowance).toBeNull();
       expect(cli('token', 'revoke', t.out.tokenId).status).toBe(0);
-      expect((await postB(s.url, t.out.token, { events: [serverEvent()] })).status).toBe(401);
+      expect((await postBotApi(s.url, t.out.token, { events: [serverEvent()] })).status).toBe(401);
       const bad = cli('project', 'explode');
       expect(bad.status).toBe(2);
       expect(bad.err).toContain('usage:');

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -52,7 +52,7 @@ const WRITE_TIMEOUT_MS = 10_000;
 async function othersServed(): Promise<void> {
   const e = serverEvent();
   const started = Date.now();
-  expect((await postB(srv.url, p.token, { events: [e] })).status).toBe(202);
+  expect((await postBotApi(srv.url, p.token, { events: [e] })).status).toBe(202);
   // Not a latency check: only a hang fails it (3× WRITE_TIMEOUT_MS, past which the service would have answered 503).
   expect(Date.now() - started).toBeLessThan(3 * WRITE_TIMEOUT_MS);
   expect(await db.sql`SELECT 1 FROM events WHERE event_id = ${e.eventId}`).toHaveLength(1);

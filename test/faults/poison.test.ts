@@ -1,6 +1,6 @@
 // A request whose rows could break a COPY must not sink the other requests of its group commit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -84,7 +84,7 @@ describe('values that could break COPY', () => {
     const ids = cases.map(() => serverEvent().eventId as string);
     const results = await Promise.all([
       ...cases.map((c, i) => call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': p.token }, body: `{"events":[${c.json(ids[i]!)},${JSON.stringify(serverEvent())}]}` })),
-      ...normal.map((e) => postB(srv.url, p.token, { events: [e] })),
+      ...normal.map((e) => postBotApi(srv.url, p.token, { events: [e] })),
     ]);
     for (const [i, r] of results.entries()) expect(r.status, `${cases[i]?.name ?? 'normal'}: ${r.text}`).toBe(202);
     for (const [i, c] of cases.entries()) c.check(await row(ids[i]!), results[i]!.body.diagnostics);
@@ -97,7 +97,7 @@ describe('rows PostgreSQL refuses', () => {
     // A constraint nothing can meet (as a broken migration or a missing partition would be).
     await db.sql`ALTER TABLE events ADD CONSTRAINT test_nothing CHECK (event_name = 'never') NOT VALID`;
     try {
-      const answers = await Promise.all(Array.from({ length: 30 }, () => postB(srv.url, p.token, { events: [serverEvent()] })));
+      const answers = await Promise.all(Array.from({ length: 30 }, () => postBotApi(srv.url, p.token, { events: [serverEvent()] })));
       const statuses = answers.map((r) => r.status);
       // Alone in a batch, a request refused for its values is its own 400; with others, 503.
       expect(statuses.filter((s) => s === 503).length, JSON.stringify(answers.map((r) => r.body))).toBeGreaterThan(0);
@@ -115,7 +115,7 @@ describe('rows PostgreSQL refuses', () => {
     try {
       const good = Array.from({ length: 5 }, () => serverEvent());
       const poison = serverEvent({ eventName: 'poison-pill' });
-      const [bad, ...ok] = await Promise.all([postB(srv.url, p.token, { events: [poison, serverEvent()] }), ...good.map((e) => postB(srv.url, p.token, { events: [e] }))]);
+      const [bad, ...ok] = await Promise.all([postBotApi(srv.url, p.token, { events: [poison, serverEvent()] }), ...good.map((e) => postBotApi(srv.url, p.token, { events: [e] }))]);
       // Refused alone too: the request's own 400, with the database's reason; never a 5xx.
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ error: 'storage_refused', details: { sqlstate: '23514' } });

@@ -3,7 +3,7 @@
 // acknowledged event is stored exactly once and billed once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.js';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningNginx, startNginx } from '../helpers/nginx.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -94,7 +94,7 @@ async function tokensOnBothInstances(p: Provisioned, each: number): Promise<{ to
     expect(t.status).toBe(201);
     const before = await botApi202(servers[0]!);
     const e = serverEvent();
-    expect((await postB(lb.url, t.body.token, { events: [e] })).status).toBe(202);
+    expect((await postBotApi(lb.url, t.body.token, { events: [e] })).status).toBe(202);
     probe.push(e.eventId);
     byInstance[(await botApi202(servers[0]!)) > before ? 0 : 1]!.push(t.body.token);
   }

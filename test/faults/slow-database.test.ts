@@ -4,7 +4,7 @@
 // Service resumes when the lock goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { admin, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -31,7 +31,7 @@ function metric(text: string, name: string): number {
 describe('a stuck database', () => {
   it('bounds what the writer holds, answers 503 at once past it, and never lies about a commit', async () => {
     const p = await provision(srv.url);
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
 
     const answers: { status: number; ids: string[]; ms: number; retryAfter: string | null; error?: string }[] = [];
     let heldRows = 0;
@@ -49,7 +49,7 @@ describe('a stuck database', () => {
       while (Date.now() < until) {
         const events = Array.from({ length: 100 }, () => serverEvent());
         const started = performance.now();
-        const r = await postB(srv.url, p.token, { events });
+        const r = await postBotApi(srv.url, p.token, { events });
         answers.push({ status: r.status, ids: events.map((e) => e.eventId), ms: performance.now() - started, retryAfter: r.headers.get('retry-after'), error: r.body?.error });
         if (r.status !== 202) await new Promise((res) => setTimeout(res, 20));
       }
@@ -78,10 +78,10 @@ describe('a stuck database', () => {
 
     // Service resumes, for a client that honours Retry-After.
     const resumeBy = Date.now() + 5000;
-    let after = await postB(srv.url, p.token, { events: [serverEvent()] });
+    let after = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     while (after.status === 503 && Date.now() < resumeBy) {
       await new Promise((r) => setTimeout(r, Number(after.headers.get('retry-after')) * 1000));
-      after = await postB(srv.url, p.token, { events: [serverEvent()] });
+      after = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     }
     expect(after.status).toBe(202);
 

@@ -53,7 +53,7 @@ export async function provision(base: string, opts: { eventAllowance?: number | 
   return { projectId: p.body.projectId, botId: b.body.botId, messengerBotId, token: t.body.token, tokenId: t.body.tokenId };
 }
 
-export function postB<T = any>(base: string, token: string | null, body: unknown, headers: Record<string, string> = {}, path = '/tg'): Promise<Res<T>> {
+export function postBotApi<T = any>(base: string, token: string | null, body: unknown, headers: Record<string, string> = {}, path = '/tg'): Promise<Res<T>> {
   return call<T>(`${base}${path}`, { method: 'POST', headers: token === null ? headers : { 'x-api-key': token, ...headers }, body });
 }
 

@@ -185,7 +185,7 @@ describe('normalizeEvent: $tg promotion', () => {
   });
 });
 
-describe('normalizeEvent: endpoint A', () => {
+describe('normalizeEvent: webapp', () => {
   it('needs no user id or origin, ignores floats, promotes nothing', () => {
     const r = run({ platformUserId: undefined, eventOrigin: undefined, propsFloat: { f: 1.5 }, propsLong: { 'tg.total_amount': 1 } }, 'webapp');
     expect(r.ev).toMatchObject({ origin: 'custom', propsFloat: null, tg: null, propsLong: { 'tg.total_amount': 1 } });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, postB, provision, serverEvent } from '../helpers/api.js';
+import { admin, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -16,16 +16,16 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('endpoint B: rate limit', () => {
+describe('bot_api: rate limit', () => {
   it('allows the burst, then answers 429 at once with Retry-After, per token', async () => {
     const p = await provision(srv.url);
     // Sent together: one after another (each waiting for its commit), a slow machine could take the
     // second in which the bucket refills a token, and the fourth would be admitted.
-    const sends = Array.from({ length: 4 }, () => postB(srv.url, p.token, { events: [serverEvent()] }));
+    const sends = Array.from({ length: 4 }, () => postBotApi(srv.url, p.token, { events: [serverEvent()] }));
     // Sent as soon as the 429 is in, for the same reason: checked before the body is even read, an
     // invalid body over the limit is still a 429.
     const refused = await Promise.any(sends.map((s) => s.then((a) => (a.status === 429 ? a : Promise.reject(new Error(String(a.status))))))).catch(() => null);
-    const invalid = refused === null ? null : await postB(srv.url, p.token, 'not json');
+    const invalid = refused === null ? null : await postBotApi(srv.url, p.token, 'not json');
     const answers = await Promise.all(sends);
     expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 202, 429]);
     expect(refused!.body.error).toBe('rate_limited');
@@ -35,28 +35,28 @@ describe('endpoint B: rate limit', () => {
     expect(invalid!.status).toBe(429);
     // Another token of the same bot has its own bucket.
     const other = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token as string;
-    const r = await postB(srv.url, other, { events: [serverEvent()] });
+    const r = await postBotApi(srv.url, other, { events: [serverEvent()] });
     expect(r.status).toBe(202);
     expect(r.headers.get('ratelimit-remaining')).toBe('2');
     // The bucket refills at RATE_LIMIT_PER_MIN (one per second here).
     await new Promise((res) => setTimeout(res, 1100));
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
   });
 });
 
-describe('endpoint B: database trouble', () => {
+describe('bot_api: database trouble', () => {
   it('503 with Retry-After when an uncached plan cannot be read', async () => {
     const p = await provision(srv.url);
     await db.sql`ALTER VIEW billing_usage RENAME TO billing_usage_away`;
     try {
-      const r = await postB(srv.url, p.token, { events: [serverEvent()] });
+      const r = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
       expect(r.status).toBe(503);
       expect(r.body.error).toBe('unavailable');
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     } finally {
       await db.sql`ALTER VIEW billing_usage_away RENAME TO billing_usage`;
     }
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
   });
 
   it('503 when the commit fails, and the retried request is then stored once', async () => {
@@ -64,12 +64,12 @@ describe('endpoint B: database trouble', () => {
     const name = new URL(db.url).pathname.slice(1);
     const dropWriters = () => db.sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'tg-ingest writer%'`;
     const events = [serverEvent(), serverEvent(), serverEvent()];
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
     // As after a failover to a read-only server: the writer's connections come back unable to write.
     await db.sql.unsafe(`ALTER DATABASE ${name} SET default_transaction_read_only = on`);
     await dropWriters();
     try {
-      const r = await postB(srv.url, p.token, { events });
+      const r = await postBotApi(srv.url, p.token, { events });
       expect(r.status).toBe(503);
       expect(r.body.error).toBe('unavailable');
       expect(r.headers.get('retry-after')).toBe('1');
@@ -80,22 +80,22 @@ describe('endpoint B: database trouble', () => {
       await dropWriters();
     }
     await new Promise((res) => setTimeout(res, 1100));
-    const retry = await postB(srv.url, p.token, { events });
+    const retry = await postBotApi(srv.url, p.token, { events });
     expect(retry.status).toBe(202);
     expect(retry.body.accepted).toBe(3);
-    const again = await postB(srv.url, p.token, { events });
+    const again = await postBotApi(srv.url, p.token, { events });
     expect(again.body.accepted).toBe(3);
     const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
     expect(n).toBe(3);
   });
 });
 
-describe('endpoint B: token revocation across instances', () => {
+describe('bot_api: token revocation across instances', () => {
   it('a token revoked through one instance stops working on another within seconds', async () => {
     const second = await startServer(db.url, { AUTH_CACHE_TTL_MS: String(TTL_MS), RATE_LIMIT_BURST: '1000' });
     try {
       const p = await provision(srv.url);
-      expect((await postB(second.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+      expect((await postBotApi(second.url, p.token, { events: [serverEvent()] })).status).toBe(202);
       expect((await admin(srv.url, 'DELETE', `/admin/tokens/${p.tokenId}`)).status).toBe(204);
       // The promise is 2 × AUTH_CACHE_TTL_MS (600 ms here); 10× that still tells "within seconds" from
       // "never" (a cache entry kept while in use), without failing on two busy cores.
@@ -103,7 +103,7 @@ describe('endpoint B: token revocation across instances', () => {
       const started = Date.now();
       let status = 202;
       while (status !== 401 && Date.now() - started < 2 * bound) {
-        status = (await postB(second.url, p.token, { events: [serverEvent()] })).status;
+        status = (await postBotApi(second.url, p.token, { events: [serverEvent()] })).status;
         if (status === 202) await new Promise((res) => setTimeout(res, 50));
         else expect(status).toBe(401);
       }

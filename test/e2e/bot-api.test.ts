@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postB, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -21,10 +21,10 @@ afterAll(async () => {
 
 const stored = (eventId: string) => db.sql`SELECT * FROM events WHERE event_id = ${eventId}`;
 
-describe('endpoint B: success', () => {
+describe('bot_api: success', () => {
   it('stores accepted events and answers 202 with the counts', async () => {
     const e = serverEvent({ text: 'hello', propsString: { plan: 'pro' }, propsLong: { n: 3 }, propsFloat: { f: 1.5 }, propsBool: { b: true } });
-    const r = await postB(srv.url, p.token, { events: [e] });
+    const r = await postBotApi(srv.url, p.token, { events: [e] });
     expect(r.status).toBe(202);
     expect(r.body).toEqual({ accepted: 1, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0, diagnostics_truncated: false, diagnostics: [] });
     const [row] = await stored(e.eventId);
@@ -39,14 +39,14 @@ describe('endpoint B: success', () => {
 
   it('serves the same handler under /messenger', async () => {
     const e = serverEvent();
-    const r = await postB(srv.url, p.token, { events: [e] }, {}, '/messenger');
+    const r = await postBotApi(srv.url, p.token, { events: [e] }, {}, '/messenger');
     expect(r.status).toBe(202);
     expect(await stored(e.eventId)).toHaveLength(1);
   });
 
   it('accepts a gzip body', async () => {
     const events = Array.from({ length: 200 }, () => serverEvent());
-    const r = await postB(srv.url, p.token, gzipSync(JSON.stringify({ events })), { 'content-encoding': 'gzip', 'content-type': 'application/json' });
+    const r = await postBotApi(srv.url, p.token, gzipSync(JSON.stringify({ events })), { 'content-encoding': 'gzip', 'content-type': 'application/json' });
     expect(r.status).toBe(202);
     expect(r.body.accepted).toBe(200);
     const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
@@ -56,7 +56,7 @@ describe('endpoint B: success', () => {
   it('accepts version "1", drops unknown event fields with a warning and ignores a smuggled project or bot id', async () => {
     const other = await provision(srv.url);
     const e = serverEvent({ projectId: other.projectId, botId: other.botId, extra: { nested: true } });
-    const r = await postB(srv.url, p.token, { version: '1', events: [e], projectId: other.projectId, botId: other.botId });
+    const r = await postBotApi(srv.url, p.token, { version: '1', events: [e], projectId: other.projectId, botId: other.botId });
     expect(r.status).toBe(202);
     expect(r.body.diagnostics.map((d: { code: string; path: string; severity: string }) => [d.code, d.path, d.severity])).toEqual([
       ['field_unknown', 'projectId', 'warning'], ['field_unknown', 'botId', 'warning'], ['field_unknown', 'extra', 'warning'],
@@ -80,7 +80,7 @@ describe('endpoint B: success', () => {
     const INLINE = 'tg_ingest_pipeline_tasks_total{kind="bot_api",where="inline"}';
     const before = await metrics();
     const events = Array.from({ length: 1000 }, (_, i) => serverEvent({ propsString: { i: String(i), pad: 'x'.repeat(100) } }));
-    const r = await postB(srv.url, p.token, { events });
+    const r = await postBotApi(srv.url, p.token, { events });
     expect(r.status).toBe(202);
     expect(r.body.accepted).toBe(1000);
     const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
@@ -90,14 +90,14 @@ describe('endpoint B: success', () => {
     expect(afterLarge(POOL) - before(POOL)).toBe(1);
     expect(afterLarge(INLINE) - before(INLINE)).toBe(0);
     // A small body stays on the main thread.
-    expect((await postB(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
     const afterSmall = await metrics();
     expect(afterSmall(INLINE) - afterLarge(INLINE)).toBe(1);
     expect(afterSmall(POOL) - afterLarge(POOL)).toBe(0);
   });
 });
 
-describe('endpoint B: request-level errors', () => {
+describe('bot_api: request-level errors', () => {
   const expectError = (r: { status: number; body: { error: string; message: string } }, status: number, error: string) => {
     expect(r.status).toBe(status);
     expect(r.body.error).toBe(error);
@@ -105,20 +105,20 @@ describe('endpoint B: request-level errors', () => {
   };
 
   it('401 without a key, with an unknown key, with a revoked key', async () => {
-    expectError(await postB(srv.url, null, { events: [serverEvent()] }), 401, 'api_key_missing');
-    expectError(await postB(srv.url, 'tgk_unknownunknownunknownunknownunknownunknown', { events: [serverEvent()] }), 401, 'api_key_invalid');
-    expectError(await postB(srv.url, 'garbage', { events: [serverEvent()] }), 401, 'api_key_invalid');
+    expectError(await postBotApi(srv.url, null, { events: [serverEvent()] }), 401, 'api_key_missing');
+    expectError(await postBotApi(srv.url, 'tgk_unknownunknownunknownunknownunknownunknown', { events: [serverEvent()] }), 401, 'api_key_invalid');
+    expectError(await postBotApi(srv.url, 'garbage', { events: [serverEvent()] }), 401, 'api_key_invalid');
     const other = await provision(srv.url);
     await admin(srv.url, 'DELETE', `/admin/tokens/${other.tokenId}`);
-    expectError(await postB(srv.url, other.token, { events: [serverEvent()] }), 401, 'api_key_invalid');
+    expectError(await postBotApi(srv.url, other.token, { events: [serverEvent()] }), 401, 'api_key_invalid');
   });
 
   it('403 when API ingestion is off and when the bot has no project', async () => {
     const other = await provision(srv.url);
     await admin(srv.url, 'PATCH', `/admin/bots/${other.botId}`, { apiIngest: false });
-    expectError(await postB(srv.url, other.token, { events: [serverEvent()] }), 403, 'api_ingest_disabled');
+    expectError(await postBotApi(srv.url, other.token, { events: [serverEvent()] }), 403, 'api_ingest_disabled');
     await admin(srv.url, 'PATCH', `/admin/bots/${other.botId}`, { apiIngest: true, projectId: null });
-    const r = await postB(srv.url, other.token, { events: [serverEvent()] });
+    const r = await postBotApi(srv.url, other.token, { events: [serverEvent()] });
     expectError(r, 403, 'bot_not_linked');
     expect(r.body.message).toContain('not linked to a project');
   });
@@ -129,7 +129,7 @@ describe('endpoint B: request-level errors', () => {
       [{ events: [] }, 'events_invalid'], [{ events: Array.from({ length: 1001 }, () => serverEvent()) }, 'events_invalid'],
       [{ events: [serverEvent()], version: '2' }, 'unsupported_version'], [{ events: [serverEvent()], version: null }, 'unsupported_version'],
     ] as const) {
-      expectError(await postB(srv.url, p.token, body), 400, error);
+      expectError(await postBotApi(srv.url, p.token, body), 400, error);
     }
   });
 
@@ -137,36 +137,36 @@ describe('endpoint B: request-level errors', () => {
     for (const field of ['eventId', 'eventDate', 'eventType', 'eventOrigin']) {
       const good = serverEvent();
       const bad = serverEvent({ [field]: undefined });
-      const r = await postB(srv.url, p.token, { events: [good, bad] });
+      const r = await postBotApi(srv.url, p.token, { events: [good, bad] });
       expectError(r, 400, 'event_invalid');
       expect(r.body.details).toEqual({ index: 1, field });
       expect(await stored(good.eventId)).toHaveLength(0);
-      const typed = await postB(srv.url, p.token, { events: [serverEvent({ [field]: 12 })] });
+      const typed = await postBotApi(srv.url, p.token, { events: [serverEvent({ [field]: 12 })] });
       expectError(typed, 400, 'event_invalid');
     }
-    expectError(await postB(srv.url, p.token, { events: [serverEvent(), null] }), 400, 'event_invalid');
+    expectError(await postBotApi(srv.url, p.token, { events: [serverEvent(), null] }), 400, 'event_invalid');
   });
 
   it('400 with the normal body when every event is rejected', async () => {
-    const r = await postB(srv.url, p.token, { events: [serverEvent({ platformUserId: undefined }), serverEvent({ platformUserId: undefined })] });
+    const r = await postBotApi(srv.url, p.token, { events: [serverEvent({ platformUserId: undefined }), serverEvent({ platformUserId: undefined })] });
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ accepted: 0, rejected: 2, not_consumed_duplicated: 0, stored_not_billed: 0, diagnostics_truncated: false });
     expect(r.body.diagnostics).toHaveLength(2);
   });
 
   it('415 for other content types and encodings, 400 for broken gzip, 413 for bombs', async () => {
-    expectError(await postB(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-type': 'text/xml' }), 415, 'unsupported_media_type');
-    expectError(await postB(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-encoding': 'br' }), 415, 'unsupported_encoding');
-    expectError(await postB(srv.url, p.token, Buffer.from('not gzip'), { 'content-encoding': 'gzip' }), 400, 'invalid_gzip');
+    expectError(await postBotApi(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-type': 'text/xml' }), 415, 'unsupported_media_type');
+    expectError(await postBotApi(srv.url, p.token, JSON.stringify({ events: [serverEvent()] }), { 'content-encoding': 'br' }), 415, 'unsupported_encoding');
+    expectError(await postBotApi(srv.url, p.token, Buffer.from('not gzip'), { 'content-encoding': 'gzip' }), 400, 'invalid_gzip');
     const bomb = gzipSync(Buffer.alloc(50_000_000, 0x20));
     expect(bomb.length).toBeLessThan(2_000_000);
-    expectError(await postB(srv.url, p.token, bomb, { 'content-encoding': 'gzip' }), 413, 'payload_too_large');
-    expectError(await postB(srv.url, p.token, 'x'.repeat(2_100_000)), 413, 'payload_too_large');
+    expectError(await postBotApi(srv.url, p.token, bomb, { 'content-encoding': 'gzip' }), 413, 'payload_too_large');
+    expectError(await postBotApi(srv.url, p.token, 'x'.repeat(2_100_000)), 413, 'payload_too_large');
     expect((await call(`${srv.url}/healthz`)).status).toBe(200);
   });
 });
 
-describe('endpoint B: per-event rules', () => {
+describe('bot_api: per-event rules', () => {
   it('rejects events with errors and reports each with its code and path', async () => {
     const cases = [
       [{ platformUserId: undefined }, 'event_missing_identity', 'platform_user_id'],
@@ -180,7 +180,7 @@ describe('endpoint B: per-event rules', () => {
     ] as const;
     const good = serverEvent();
     const events = [good, ...cases.map(([over]) => serverEvent(over))];
-    const r = await postB(srv.url, p.token, { events });
+    const r = await postBotApi(srv.url, p.token, { events });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 1, rejected: cases.length, not_consumed_duplicated: 0 });
     cases.forEach(([, code, path], i) => {
@@ -214,7 +214,7 @@ describe('endpoint B: per-event rules', () => {
       }],
     ];
     const events = cases.map(([over]) => serverEvent(over));
-    const r = await postB(srv.url, p.token, { events });
+    const r = await postBotApi(srv.url, p.token, { events });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: cases.length, rejected: 0 });
     for (let i = 0; i < cases.length; i++) {
@@ -227,7 +227,7 @@ describe('endpoint B: per-event rules', () => {
 
   it('discards repeated eventIds within a request, first occurrence wins', async () => {
     const first = serverEvent({ eventName: 'first' });
-    const r = await postB(srv.url, p.token, { events: [first, { ...first, eventName: 'second' }, { ...first, eventId: first.eventId.toUpperCase() }] });
+    const r = await postBotApi(srv.url, p.token, { events: [first, { ...first, eventName: 'second' }, { ...first, eventId: first.eventId.toUpperCase() }] });
     expect(r.body).toMatchObject({ accepted: 1, rejected: 0, not_consumed_duplicated: 2 });
     const rows = await stored(first.eventId);
     expect(rows.map((x) => x.event_name)).toEqual(['first']);
@@ -241,7 +241,7 @@ describe('endpoint B: per-event rules', () => {
       propsBool: { 'tg.is_premium': true },
     });
     const c = serverEvent({ eventOrigin: 'custom', propsString: { 'tg.chat_type': 'private' } });
-    expect((await postB(srv.url, p.token, { events: [e, c] })).status).toBe(202);
+    expect((await postBotApi(srv.url, p.token, { events: [e, c] })).status).toBe(202);
     const [row] = await stored(e.eventId);
     expect(row!.tg).toEqual({ chat_type: 'private', chat_id: 10, message_id: 20, is_premium: true });
     expect(row!.props_string).toEqual({ 'tg.custom_thing': 'x', plain: 'y' });
@@ -252,19 +252,19 @@ describe('endpoint B: per-event rules', () => {
   });
 
   it('truncates diagnostics at 100', async () => {
-    const r = await postB(srv.url, p.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventType: 'odd' })) });
+    const r = await postBotApi(srv.url, p.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventType: 'odd' })) });
     expect(r.body.diagnostics).toHaveLength(100);
     expect(r.body.diagnostics_truncated).toBe(true);
     expect(r.body.accepted).toBe(120);
   });
 });
 
-describe('endpoint B: redelivery and billing', () => {
+describe('bot_api: redelivery and billing', () => {
   it('treats an event stored earlier as accepted, stored once and billed once', async () => {
     const own = await provision(srv.url);
     const events = [serverEvent(), serverEvent()];
-    const first = await postB(srv.url, own.token, { events });
-    const again = await postB(srv.url, own.token, { events: [...events, serverEvent()] });
+    const first = await postBotApi(srv.url, own.token, { events });
+    const again = await postBotApi(srv.url, own.token, { events: [...events, serverEvent()] });
     expect(first.body).toMatchObject({ accepted: 2, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0 });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ accepted: 3, rejected: 0, not_consumed_duplicated: 0, stored_not_billed: 0 });
@@ -284,15 +284,15 @@ describe('endpoint B: redelivery and billing', () => {
     const a = payment();
     const b = payment();
     const c = payment();
-    const r1 = await postB(srv.url, own.token, { events: [a] });
+    const r1 = await postBotApi(srv.url, own.token, { events: [a] });
     expect(r1.body.stored_not_billed).toBe(0);
-    const r2 = await postB(srv.url, second, { events: [b] });
+    const r2 = await postBotApi(srv.url, second, { events: [b] });
     expect(r2.status).toBe(202);
     expect(r2.body).toMatchObject({ accepted: 1, stored_not_billed: 1 });
-    const r3 = await postB(srv.url, own.token, { events: [c] });
+    const r3 = await postBotApi(srv.url, own.token, { events: [c] });
     expect(r3.body.stored_not_billed).toBe(0);
     // Redelivery from the second connection is neither billed nor counted as stored_not_billed again.
-    const r4 = await postB(srv.url, second, { events: [b] });
+    const r4 = await postBotApi(srv.url, second, { events: [b] });
     expect(r4.body).toMatchObject({ accepted: 1, stored_not_billed: 0 });
     const billed = await db.sql`SELECT event_id, billed FROM events WHERE project_id = ${own.projectId}`;
     expect(Object.fromEntries(billed.map((x) => [x.event_id, x.billed]))).toEqual({ [a.eventId]: true, [b.eventId]: false, [c.eventId]: true });
@@ -300,27 +300,27 @@ describe('endpoint B: redelivery and billing', () => {
 
     // Message and update actions; custom events never carry one.
     const msg = () => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.chat_id': 5, 'tg.message_id': 6 } });
-    expect((await postB(srv.url, own.token, { events: [msg()] })).body.stored_not_billed).toBe(0);
-    expect((await postB(srv.url, second, { events: [msg(), serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
-    expect((await postB(srv.url, own.token, { events: [serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
-    expect((await postB(srv.url, second, { events: [serverEvent({ eventOrigin: 'custom', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(0);
+    expect((await postBotApi(srv.url, own.token, { events: [msg()] })).body.stored_not_billed).toBe(0);
+    expect((await postBotApi(srv.url, second, { events: [msg(), serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
+    expect((await postBotApi(srv.url, own.token, { events: [serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(1);
+    expect((await postBotApi(srv.url, second, { events: [serverEvent({ eventOrigin: 'custom', propsLong: { 'tg.update_id': 77 } })] })).body.stored_not_billed).toBe(0);
   });
 
   it('cannot be dodged: one free report per action and connection, every further one is billed', async () => {
     const own = await provision(srv.url, { eventAllowance: 100 });
     const second = (await admin(srv.url, 'POST', `/admin/bots/${own.botId}/tokens`)).body.token as string;
     const update = () => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 987654 } });
-    expect((await postB(srv.url, own.token, { events: [update()] })).body.stored_not_billed).toBe(0);
+    expect((await postBotApi(srv.url, own.token, { events: [update()] })).body.stored_not_billed).toBe(0);
     // 40 new eventIds repeating the action on another connection: the first is free, 39 are billed.
-    const first = await postB(srv.url, second, { events: Array.from({ length: 20 }, update) });
+    const first = await postBotApi(srv.url, second, { events: Array.from({ length: 20 }, update) });
     expect(first.body).toMatchObject({ accepted: 20, stored_not_billed: 1 });
-    const later = await postB(srv.url, second, { events: Array.from({ length: 20 }, update) });
+    const later = await postBotApi(srv.url, second, { events: Array.from({ length: 20 }, update) });
     expect(later.body).toMatchObject({ accepted: 20, stored_not_billed: 0 });
     const usage = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body;
     expect(usage).toMatchObject({ eventsStored: 41, eventsBilled: 40 });
     // So the allowance is reached as for any other events.
-    expect((await postB(srv.url, second, { events: Array.from({ length: 60 }, update) })).status).toBe(202);
-    const refused = await postB(srv.url, second, { events: [update()] });
+    expect((await postBotApi(srv.url, second, { events: Array.from({ length: 60 }, update) })).status).toBe(202);
+    const refused = await postBotApi(srv.url, second, { events: [update()] });
     expect(refused.status).toBe(402);
     const [{ billed, free }] = await db.sql`SELECT count(*) FILTER (WHERE billed)::int AS billed, count(*) FILTER (WHERE NOT billed)::int AS free FROM events WHERE project_id = ${own.projectId}`;
     expect({ billed, free }).toEqual({ billed: 100, free: 1 });
@@ -330,34 +330,34 @@ describe('endpoint B: redelivery and billing', () => {
     const own = await provision(srv.url);
     const second = (await admin(srv.url, 'POST', `/admin/bots/${own.botId}/tokens`)).body.token as string;
     const ev = () => serverEvent({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 123456 } });
-    const [r1, r2] = await Promise.all([postB(srv.url, own.token, { events: [ev()] }), postB(srv.url, second, { events: [ev()] })]);
+    const [r1, r2] = await Promise.all([postBotApi(srv.url, own.token, { events: [ev()] }), postBotApi(srv.url, second, { events: [ev()] })]);
     expect(r1.body.stored_not_billed + r2.body.stored_not_billed).toBe(1);
     const [{ billed }] = await db.sql`SELECT count(*) FILTER (WHERE billed)::int AS billed FROM events WHERE project_id = ${own.projectId}`;
     expect(billed).toBe(1);
   });
 });
 
-describe('endpoint B: quota', () => {
+describe('bot_api: quota', () => {
   it('answers 402 once the allowance is used up; redeliveries cost nothing', async () => {
     const own = await provision(srv.url, { eventAllowance: 5 });
     const three = [serverEvent(), serverEvent(), serverEvent()];
-    expect((await postB(srv.url, own.token, { events: three })).status).toBe(202);
-    expect((await postB(srv.url, own.token, { events: three })).status).toBe(202);
+    expect((await postBotApi(srv.url, own.token, { events: three })).status).toBe(202);
+    expect((await postBotApi(srv.url, own.token, { events: three })).status).toBe(202);
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(3);
     // Crossing the limit is allowed for the batch that crosses it, not after.
-    expect((await postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] })).status).toBe(202);
-    const refused = await postB(srv.url, own.token, { events: [serverEvent()] });
+    expect((await postBotApi(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] })).status).toBe(202);
+    const refused = await postBotApi(srv.url, own.token, { events: [serverEvent()] });
     expect(refused.status).toBe(402);
     expect(refused.body.error).toBe('allowance_exhausted');
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(6);
 
     await admin(srv.url, 'PATCH', `/admin/projects/${own.projectId}`, { eventAllowance: 100 });
-    expect((await postB(srv.url, own.token, { events: [serverEvent()] })).status).toBe(202);
+    expect((await postBotApi(srv.url, own.token, { events: [serverEvent()] })).status).toBe(202);
   });
 
   it('never exceeds the allowance by more than one batch under concurrency', async () => {
     const own = await provision(srv.url, { eventAllowance: 50 });
-    const results = await Promise.all(Array.from({ length: 40 }, () => postB(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent(), serverEvent()] })));
+    const results = await Promise.all(Array.from({ length: 40 }, () => postBotApi(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent(), serverEvent()] })));
     const statuses = results.map((r) => r.status);
     expect(statuses.every((s) => s === 202 || s === 402)).toBe(true);
     const [{ billed }] = await db.sql`SELECT count(*)::int AS billed FROM events WHERE project_id = ${own.projectId} AND billed`;
@@ -368,16 +368,16 @@ describe('endpoint B: quota', () => {
 
   it('profiles sent with events are free', async () => {
     const own = await provision(srv.url, { eventAllowance: 1 });
-    const r = await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '500' })], users: [{ messengerUserId: 500, username: 'u' }, { messengerUserId: 501, username: 'v' }] });
+    const r = await postBotApi(srv.url, own.token, { events: [serverEvent({ platformUserId: '500' })], users: [{ messengerUserId: 500, username: 'u' }, { messengerUserId: 501, username: 'v' }] });
     expect(r.status).toBe(202);
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsBilled).toBe(1);
   });
 });
 
-describe('endpoint B: profiles, bot snapshot and revenue', () => {
+describe('bot_api: profiles, bot snapshot and revenue', () => {
   it('upserts users[] and a bare profile for every platformUserId', async () => {
     const own = await provision(srv.url);
-    const r = await postB(srv.url, own.token, {
+    const r = await postBotApi(srv.url, own.token, {
       events: [serverEvent({ platformUserId: '900' }), serverEvent({ platformUserId: '901' })],
       users: [{ messengerUserId: 900, username: 'nine', firstName: 'Nine', isPremium: true }, { messengerUserId: 'bad' }],
     });
@@ -387,7 +387,7 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
     expect(users.map((u) => [u.messenger_user_id, u.username, u.first_name, u.is_premium])).toEqual([['900', 'nine', 'Nine', true], ['901', null, null, null]]);
     expect(users[0]!.first_seen).toBeInstanceOf(Date);
     // A later bare sighting keeps the known profile; a later profile updates it.
-    await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '900' })], users: [{ messengerUserId: 901, firstName: 'Nine-oh-one' }] });
+    await postBotApi(srv.url, own.token, { events: [serverEvent({ platformUserId: '900' })], users: [{ messengerUserId: 901, firstName: 'Nine-oh-one' }] });
     const after = await db.sql`SELECT messenger_user_id, username, first_name FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
     expect(after.map((u) => [u.messenger_user_id, u.username, u.first_name])).toEqual([['900', 'nine', 'Nine'], ['901', null, 'Nine-oh-one']]);
   });
@@ -412,12 +412,12 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
       });
       await isLocked;
       const commitsBefore = await metric('tg_ingest_commit_rows_count{path="copy"}');
-      const first = postB(one.url, a.token, { events: [serverEvent({ platformUserId: '930' })] });
+      const first = postBotApi(one.url, a.token, { events: [serverEvent({ platformUserId: '930' })] });
       while ((await metric('tg_ingest_writer_pending_requests')) < 1) await new Promise((r) => setTimeout(r, 20));
       const gathered = [
-        postB(one.url, a.token, { events: [serverEvent({ platformUserId: '931' }), serverEvent({ platformUserId: '932' })] }),
-        postB(one.url, b.token, { events: [serverEvent({ platformUserId: '932' }), serverEvent({ platformUserId: '933' })] }),
-        postB(one.url, c.token, { events: [serverEvent({ platformUserId: '934' })], users: [{ messengerUserId: 935, username: 'c935' }] }),
+        postBotApi(one.url, a.token, { events: [serverEvent({ platformUserId: '931' }), serverEvent({ platformUserId: '932' })] }),
+        postBotApi(one.url, b.token, { events: [serverEvent({ platformUserId: '932' }), serverEvent({ platformUserId: '933' })] }),
+        postBotApi(one.url, c.token, { events: [serverEvent({ platformUserId: '934' })], users: [{ messengerUserId: 935, username: 'c935' }] }),
       ];
       while ((await metric('tg_ingest_writer_pending_requests')) < 4) await new Promise((r) => setTimeout(r, 20));
       release();
@@ -442,7 +442,7 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
       (${own.projectId}, 910, now() - interval '1 day', now() - interval '5 minutes'),
       (${own.projectId}, 911, now() - interval '1 day', now() - interval '10 seconds')`;
     const before = await db.sql<{ id: string; last: Date }[]>`SELECT messenger_user_id AS id, last_seen AS last FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
-    const r = await postB(srv.url, own.token, { events: [serverEvent({ platformUserId: '910' }), serverEvent({ platformUserId: '911' })] });
+    const r = await postBotApi(srv.url, own.token, { events: [serverEvent({ platformUserId: '910' }), serverEvent({ platformUserId: '911' })] });
     expect(r.status).toBe(202);
     const after = await db.sql<{ id: string; first: Date; last: Date; recent: boolean }[]>`SELECT messenger_user_id AS id, first_seen AS first, last_seen AS last, last_seen > now() - interval '5 seconds' AS recent FROM users WHERE project_id = ${own.projectId} ORDER BY 1`;
     expect(after.map((u) => [u.id, u.recent])).toEqual([['910', true], ['911', false]]);
@@ -452,7 +452,7 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
 
   it('updates the bot snapshot', async () => {
     const own = await provision(srv.url);
-    const r = await postB(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: own.messengerBotId, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
+    const r = await postBotApi(srv.url, own.token, { events: [serverEvent()], bot: { messengerBotId: own.messengerBotId, name: 'Shop bot', description: 'Sells things', starsAmount: 1500 } });
     expect(r.body.diagnostics).toEqual([]);
     const bot = await admin(srv.url, 'GET', `/admin/bots/${own.botId}`);
     expect(bot.body).toMatchObject({ name: 'Shop bot', description: 'Sells things', starsAmount: 1500, snapshotAt: expect.any(String) });
@@ -465,9 +465,9 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
     const unconfiguredToken = (await admin(srv.url, 'POST', `/admin/bots/${unconfigured.body.botId}/tokens`)).body.token as string;
     // Concurrent with the victim's own traffic, so the snapshots share group commits with it.
     const [taken, squat, own] = await Promise.all([
-      postB(srv.url, squatter.token, { events: [serverEvent(), serverEvent()], bot: { messengerBotId: victim.messengerBotId, name: 'Not mine' } }),
-      postB(srv.url, unconfiguredToken, { events: [serverEvent()], bot: { messengerBotId: 424242424242, name: 'Squat' } }),
-      postB(srv.url, victim.token, { events: [serverEvent()] }),
+      postBotApi(srv.url, squatter.token, { events: [serverEvent(), serverEvent()], bot: { messengerBotId: victim.messengerBotId, name: 'Not mine' } }),
+      postBotApi(srv.url, unconfiguredToken, { events: [serverEvent()], bot: { messengerBotId: 424242424242, name: 'Squat' } }),
+      postBotApi(srv.url, victim.token, { events: [serverEvent()] }),
     ]);
     for (const r of [taken, squat]) {
       expect(r.status).toBe(202);
@@ -488,7 +488,7 @@ describe('endpoint B: profiles, bot snapshot and revenue', () => {
       propsString: { 'tg.currency': currency, 'tg.invoice_payload': `order-${randomUUID()}`, 'tg.provider_payment_charge_id': `acq-${randomUUID()}`, ...extra },
       propsLong: { 'tg.total_amount': amount },
     });
-    const r = await postB(srv.url, own.token, { events: [pay(1999, 'USD'), pay(1, 'USD'), pay(500, 'EUR'), serverEvent({ eventName: 'successful_payment', propsString: { 'tg.currency': 'USD' }, propsLong: { 'tg.total_amount': 999 } })] });
+    const r = await postBotApi(srv.url, own.token, { events: [pay(1999, 'USD'), pay(1, 'USD'), pay(500, 'EUR'), serverEvent({ eventName: 'successful_payment', propsString: { 'tg.currency': 'USD' }, propsLong: { 'tg.total_amount': 999 } })] });
     expect(r.status).toBe(202);
     const [row] = await db.sql`SELECT tg FROM events WHERE project_id = ${own.projectId} AND tg IS NOT NULL LIMIT 1`;
     expect(Object.keys(row!.tg).sort()).toEqual(['currency', 'invoice_payload', 'provider_payment_charge_id', 'total_amount']);
