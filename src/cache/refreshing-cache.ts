@@ -82,6 +82,11 @@ export class RefreshingCache<V extends object> {
     return missAt !== undefined && this.now() - missAt < this.o.ttlMs;
   }
 
+  /** The cached value, fresh or not, without counting or refreshing (for a loader that merges). */
+  peek(key: string): V | undefined {
+    return this.lru.peek(key)?.value;
+  }
+
   delete(key: string): void {
     this.generation++;
     this.lru.delete(key);

@@ -7,6 +7,7 @@
 // share of what is left, so no instance sits on room another needs. Between renewals, the allowance and
 // this month's billed count are cached for the cheap 402 check made before a body is read.
 import type { Sql } from '../db/connect.js';
+import { LookupFailed, RefreshingCache } from '../cache/refreshing-cache.js';
 import { readUsage } from '../db/usage.js';
 
 /**
@@ -45,7 +46,6 @@ interface Allowance {
   allowance: number | null;
   billed: number;
   month: string;
-  loadedAt: number;
 }
 
 interface Lease {
@@ -99,17 +99,24 @@ export interface QuotaOptions {
 }
 
 export class Quota {
-  private readonly allowances = new Map<string, Allowance>();
-  private readonly loading = new Map<string, Promise<Allowance>>();
+  private readonly allowances: RefreshingCache<Allowance>;
   private readonly leases = new Map<string, Lease>();
   private readonly inflight = new Map<string, InFlight>();
-  readonly stats = { hits: 0, misses: 0, renewals: 0 };
+  private renewals = 0;
   private readonly now: () => number;
   private readonly wallNow: () => number;
 
   constructor(private readonly sql: Sql, private readonly store: LeaseStore, private readonly o: QuotaOptions) {
     this.now = o.now ?? (() => performance.now());
     this.wallNow = o.wallNow ?? Date.now;
+    // Refreshed in the background while younger than twice the TTL, so a change made through
+    // another instance is in force within that; an older one (an idle project) is re-read first.
+    this.allowances = new RefreshingCache((projectId) => this.read(projectId), { what: 'allowance', ttlMs: o.ttlMs, maxStaleMs: 2 * o.ttlMs, max: 100_000, negativeMax: 1, now: this.now });
+  }
+
+  /** Lookups of the cached allowance (hits, misses) and lease renewals: read by metrics. */
+  get stats(): { hits: number; misses: number; renewals: number } {
+    return { ...this.allowances.stats, renewals: this.renewals };
   }
 
   /** Refuses when the allowance is already used up or cannot be read. */
@@ -172,7 +179,7 @@ export class Quota {
     // Events not billed (redeliveries, free reports) give their room back.
     const lease = this.leases.get(r.projectId);
     if (lease !== undefined && billed < r.events) lease.used = Math.max(0, lease.used - (r.events - billed));
-    const entry = this.allowances.get(r.projectId);
+    const entry = this.allowances.peek(r.projectId);
     if (entry !== undefined) entry.billed += billed;
   }
 
@@ -182,8 +189,7 @@ export class Quota {
 
   /** An allowance changed through this instance applies here at once. */
   forget(projectId: string): void {
-    const entry = this.allowances.get(projectId);
-    if (entry !== undefined) entry.loadedAt = -Infinity;
+    this.allowances.delete(projectId);
     this.expireLease(projectId);
   }
 
@@ -213,8 +219,8 @@ export class Quota {
       } catch {
         throw new QuotaRefusal('unreadable');
       }
-      this.stats.renewals++;
-      const entry = this.allowances.get(projectId);
+      this.renewals++;
+      const entry = this.allowances.peek(projectId);
       if (entry !== undefined && entry.month === month) {
         entry.allowance = grant.allowance;
         entry.billed = Math.max(entry.billed, grant.billed);
@@ -229,57 +235,35 @@ export class Quota {
     return holder.renewing;
   }
 
+  /** The project's allowance and billed count this month, from memory (see RefreshingCache) or read. */
   private async allowance(projectId: string): Promise<Allowance> {
-    const nowMs = this.now();
-    const entry = this.allowances.get(projectId);
-    if (entry !== undefined && entry.month === currentMonth(this.wallNow())) {
-      this.stats.hits++;
-      const age = nowMs - entry.loadedAt;
-      if (age >= this.o.ttlMs) {
-        // Refreshed in the background while younger than twice the TTL, so a change made through
-        // another instance is in force within that; an older one (an idle project, or one changed
-        // here: loadedAt = -Infinity) is re-read before it is used.
-        const refresh = this.load(projectId);
-        if (age >= 2 * this.o.ttlMs) return refresh;
-        refresh.catch(() => undefined);
+    for (;;) {
+      let entry: Allowance | null;
+      try {
+        entry = await this.allowances.get(projectId);
+      } catch (err) {
+        if (err instanceof LookupFailed) throw new QuotaRefusal('unreadable');
+        throw err;
       }
-      return entry;
+      if (entry !== null && entry.month === currentMonth(this.wallNow())) return entry;
+      // A new month: last month's count no longer applies.
+      this.allowances.delete(projectId);
     }
-    this.stats.misses++;
-    return this.load(projectId);
-  }
-
-  private load(projectId: string): Promise<Allowance> {
-    let p = this.loading.get(projectId);
-    if (p !== undefined) return p;
-    p = this.read(projectId).finally(() => this.loading.delete(projectId));
-    this.loading.set(projectId, p);
-    return p;
   }
 
   private async read(projectId: string): Promise<Allowance> {
-    const startedAt = this.now();
-    let usage;
-    try {
-      usage = await readUsage(this.sql, projectId);
-    } catch {
-      throw new QuotaRefusal('unreadable');
-    }
+    const usage = await readUsage(this.sql, projectId);
     const allowance = usage?.eventAllowance ?? null;
     const dbBilled = usage?.eventsBilled ?? 0;
     const month = usage?.month ?? currentMonth(this.wallNow());
-    const known = this.allowances.get(projectId);
+    const known = this.allowances.peek(projectId);
     if (known !== undefined && known.month === month) {
       // A lease was granted against the old allowance: it must not admit past a lowered one.
       if (known.allowance !== allowance) this.expireLease(projectId);
-      // Our own commits may postdate the snapshot; others' show up in it. Take the larger.
-      known.allowance = allowance;
-      known.billed = Math.max(known.billed, dbBilled);
-      known.loadedAt = startedAt;
-      return known;
+      // Our own commits may postdate the snapshot; others' show up in it. Take the larger (a new
+      // entry: the one answered meanwhile stays as it was).
+      return { allowance, billed: Math.max(known.billed, dbBilled), month };
     }
-    const entry: Allowance = { allowance, billed: dbBilled, month, loadedAt: startedAt };
-    this.allowances.set(projectId, entry);
-    return entry;
+    return { allowance, billed: dbBilled, month };
   }
 }
