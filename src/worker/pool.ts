@@ -52,6 +52,16 @@ export type OpenedWebapp = { ok: true; envelope: WebappEnvelope; value?: unknown
 
 export type Priority = 'normal' | 'low';
 
+interface RunOptions {
+  /** On the main thread. */
+  inline?: boolean;
+  /** Through the unauthenticated lane, at this priority. */
+  lane?: Priority;
+  /** See Lane.run. */
+  admit?: () => boolean;
+  signal?: AbortSignal;
+}
+
 interface Waiting {
   task: Task;
   resolve: (r: TaskResult) => void;
@@ -190,22 +200,30 @@ export class IngestPool {
     return inline;
   }
 
-  /** A task on the main thread or in a worker, alone or grouped; a throw becomes TaskFailed. */
-  private async run<K extends TaskKind>(task: TaskOf<K>, inline: boolean): Promise<TaskResults[K]> {
-    if (inline) return unwrap(await runTask(task));
-    const bytes = 'body' in task ? task.body.byteLength : 0;
+  /**
+   * The one way a task runs: on the main thread (`inline`), or in a worker, grouped with the small
+   * ones of this turn or alone, through the unauthenticated lane when `lane` is given. Its result
+   * is its kind's; a throw, wherever it ran, becomes TaskFailed.
+   */
+  private async run<K extends TaskKind>(task: TaskOf<K>, o: RunOptions = {}): Promise<TaskResults[K]> {
+    if (o.inline === true) return unwrap(await runTask(task));
+    const dispatch = () => this.dispatch(task, o.signal);
+    return unwrap(o.lane === undefined ? await dispatch() : await this.lane.run(o.lane, dispatch, o.admit));
+  }
+
+  /** The thread boundary: a worker answers each task with the result of its kind (tasks.ts, serve). */
+  private async dispatch<K extends TaskKind>(task: TaskOf<K>, signal?: AbortSignal): Promise<TaskResult<K>> {
+    const t: Task = task;
     // A task checked against a tracking plan (the admin's code) goes alone: however long the plan
     // makes it, it holds up no other project's request.
-    const t = task as Task;
-    if ((t.kind === 'bot_api' || t.kind === 'webapp') && t.ctx.plan == null && bytes <= GROUP_MAX_BODY) {
-      return unwrap((await this.grouped(task)) as TaskResult<K>);
-    }
-    return unwrap((await this.send(task, moveTask(task))) as TaskResult<K>);
+    const groupable = (t.kind === 'bot_api' || t.kind === 'webapp') && t.ctx.plan == null && t.body.byteLength <= GROUP_MAX_BODY;
+    const result = groupable ? await this.grouped(t) : await this.send(t, moveTask(t), signal);
+    return result as TaskResult<K>;
   }
 
   /** A bot_api body → rows, counts and diagnostics. */
   botApi(body: Uint8Array, gzip: boolean, limits: IngestLimits, ctx: BatchContext): Promise<BatchOutcome> {
-    return this.run<'bot_api'>({ kind: 'bot_api', body, gzip, limits, ctx }, this.inline('bot_api', body.byteLength, gzip, ctx));
+    return this.run<'bot_api'>({ kind: 'bot_api', body, gzip, limits, ctx }, { inline: this.inline('bot_api', body.byteLength, gzip, ctx) });
   }
 
   /**
@@ -223,29 +241,30 @@ export class IngestPool {
     const needed = gzip ? this.o.envelopeMaxBytes + GZIP_SLACK : this.o.envelopeMaxBytes;
     const whole = body.byteLength <= needed;
     const part = new Uint8Array(whole ? body : body.subarray(0, needed));
-    const task: TaskOf<'webapp_open'> = { kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits };
-    return this.lane.run(priority, async () => unwrap((await this.send(task, [part.buffer as ArrayBuffer])) as TaskResult<'webapp_open'>));
+    return this.run<'webapp_open'>({ kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits }, { lane: priority });
   }
 
   /** The events of an opened webapp body, for a verified user. */
   async webapp(opened: OpenedWebapp & { ok: true }, body: Uint8Array, gzip: boolean, limits: BodyLimits, ctx: BatchContext, user: UserSeen): Promise<BatchOutcome> {
     if (opened.value !== undefined && ctx.plan == null) {
+      // Parsed whole already (openWebapp): the events are taken from that.
       this.count('webapp', 'inline');
       const events = (opened.value as { events?: unknown }).events;
       return unwrap<'webapp'>(attempt(() => processWebappBatch(events, ctx, user, opened.bytes!.byteLength)));
     }
     this.count('webapp', 'pool');
-    return this.run<'webapp'>({ kind: 'webapp', body, gzip, limits, envelope: opened.envelope, ctx, user }, false);
+    return this.run<'webapp'>({ kind: 'webapp', body, gzip, limits, envelope: opened.envelope, ctx, user });
   }
 
   /** An Ed25519 check, always in a worker (a forged string must not cost the main thread), in the unauthenticated lane. */
-  async verify(task: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal', admit?: () => boolean): Promise<boolean> {
-    let ran: Priority = priority;
-    const verified = await this.lane.run(priority, async () => unwrap((await this.send({ kind: 'verify', ...task }, [])) as TaskResult<'verify'>).verified, admit === undefined ? undefined : () => {
+  async verify(check: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal', admit?: () => boolean): Promise<boolean> {
+    let ran = priority;
+    const admitted = admit === undefined ? undefined : () => {
       const ok = admit();
       if (!ok) ran = 'low';
       return ok;
-    });
+    };
+    const { verified } = await this.run<'verify'>({ kind: 'verify', ...check }, { lane: priority, ...(admitted === undefined ? {} : { admit: admitted }) });
     this.count(ran === 'low' ? 'verify_low_priority' : 'verify', 'pool');
     return verified;
   }
@@ -253,22 +272,20 @@ export class IngestPool {
   /** Compiles a tracking plan in a worker: null when it compiles, else the event whose schema does not. */
   async compilePlan(plan: TrackingPlan): Promise<{ eventName: string; message: string } | null> {
     this.count('compile_plan', 'pool');
-    let r: TaskResult<'compile_plan'>;
     try {
       // A compile that takes longer ends its worker (piscina starts another).
-      r = (await this.send({ kind: 'compile_plan', plan }, [], AbortSignal.timeout(COMPILE_TIMEOUT_MS))) as TaskResult<'compile_plan'>;
+      const compiled = await this.run<'compile_plan'>({ kind: 'compile_plan', plan }, { signal: AbortSignal.timeout(COMPILE_TIMEOUT_MS) });
+      return compiled.ok ? null : { eventName: compiled.eventName, message: compiled.message };
     } catch (err) {
       if ((err as Error).name === 'AbortError') return { eventName: '*', message: `the plan did not compile within ${COMPILE_TIMEOUT_MS / 1000} s` };
       throw err;
     }
-    const compiled = unwrap(r);
-    return compiled.ok ? null : { eventName: compiled.eventName, message: compiled.message };
   }
 
   /** Quarantined events checked again (a replay), in a worker: the plan's schemas are the admin's code. */
-  async recheck(items: TaskOf<'replay'>['items'], maxDepth: number): Promise<TaskResults['replay']> {
+  recheck(items: TaskOf<'replay'>['items'], maxDepth: number): Promise<TaskResults['replay']> {
     this.count('replay', 'pool');
-    return unwrap((await this.send({ kind: 'replay', items, maxDepth }, [])) as TaskResult<'replay'>);
+    return this.run<'replay'>({ kind: 'replay', items, maxDepth });
   }
 
   /** Small tasks of this turn of the event loop, sent as one message. */
