@@ -9,6 +9,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from '../pipeline/decode.js';
 import { parseUuid } from '../pipeline/ids.js';
 import { deeperThan } from '../pipeline/json.js';
 import { adminTokenMatches } from './admin-token.js';
+import { ADMIN_BODIES } from './bodies.js';
 import type { AdminStore } from './store.js';
 
 /** Local caches to drop at once when provisioning changes what they hold. */
@@ -22,33 +23,11 @@ export interface AdminHooks {
 
 export const ajv = new Ajv({ allErrors: false, strict: true });
 
-const messengerId = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[1-9][0-9]{0,18}$' }] };
-const nullableUuid = { anyOf: [{ type: 'string', pattern: '^[0-9a-fA-F-]{36}$' }, { type: 'null' }] };
-const allowance = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }] };
-
 const schemas = {
-  createProject: ajv.compile({
-    type: 'object', additionalProperties: false, required: ['name'],
-    properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, eventAllowance: allowance },
-  }),
-  patchProject: ajv.compile({
-    type: 'object', additionalProperties: false, minProperties: 1,
-    properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, eventAllowance: allowance },
-  }),
-  createBot: ajv.compile({
-    type: 'object', additionalProperties: false,
-    properties: { messengerBotId: { anyOf: [messengerId, { type: 'null' }] }, projectId: nullableUuid, name: { type: ['string', 'null'], maxLength: 200 } },
-  }),
-  patchBot: ajv.compile({
-    type: 'object', additionalProperties: false, minProperties: 1,
-    properties: {
-      projectId: nullableUuid,
-      messengerBotId: { anyOf: [messengerId, { type: 'null' }] },
-      miniAppIngest: { type: 'boolean' },
-      apiIngest: { type: 'boolean' },
-      name: { type: ['string', 'null'], maxLength: 200 },
-    },
-  }),
+  createProject: ajv.compile(ADMIN_BODIES.CreateProject),
+  patchProject: ajv.compile(ADMIN_BODIES.PatchProject),
+  createBot: ajv.compile(ADMIN_BODIES.CreateBot),
+  patchBot: ajv.compile(ADMIN_BODIES.PatchBot),
 };
 
 export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined, maxDepth = DEFAULT_MAX_JSON_DEPTH): Promise<T> {

@@ -5,25 +5,11 @@ import { replay, type ReplayDeps } from '../quality/replay.js';
 import { MAX_PLAN_BYTES, type TrackingPlan } from '../pipeline/plans.js';
 import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from './api.js';
 import type { QualityStore } from '../quality/store.js';
+import { ADMIN_BODIES } from './bodies.js';
 import type { AdminStore } from './store.js';
 
-const planShape = ajv.compile({
-  type: 'object', additionalProperties: false, required: ['mode', 'unplannedEvents', 'events'],
-  properties: {
-    mode: { enum: ['warn', 'block'] },
-    unplannedEvents: { enum: ['allow', 'warn', 'block'] },
-    events: { type: 'object', additionalProperties: { anyOf: [{ type: 'object' }, { type: 'boolean' }] }, propertyNames: { minLength: 1, maxLength: 4096 } },
-  },
-});
-
-const replayShape = ajv.compile({
-  type: 'object', additionalProperties: false,
-  properties: {
-    ids: { type: 'array', maxItems: 10_000, items: { type: 'integer', minimum: 1 } },
-    code: { type: 'string', minLength: 1, maxLength: 64 },
-    dryRun: { type: 'boolean' },
-  },
-});
+const planShape = ajv.compile(ADMIN_BODIES.TrackingPlan);
+const replayShape = ajv.compile(ADMIN_BODIES.ReplayRequest);
 
 const CODE = /^[a-z_]{1,64}$/;
 

@@ -2,12 +2,13 @@
 // codes are read from their tables (src/errors.ts, src/pipeline/diagnostics.ts), the limits and
 // patterns from the pipeline's own constants, so the document follows the code when either changes.
 import { ENDPOINTS } from '../endpoints.js';
+import { ADMIN_BODIES, PLAN_FIELDS } from '../admin/bodies.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { REPLAY_MAX } from '../quality/replay.js';
 import { MAX_EVENTS, QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
 import { DIAGNOSTICS, MAX_DIAGNOSTICS, MAX_EVENT_DIAGNOSTICS, PLAN_CODES, type DiagnosticCode, type Severity } from '../pipeline/diagnostics.js';
 import { EVENT_TYPES, LIMITS, PROP_KEY } from '../pipeline/event.js';
-import { MAX_PLAN_BYTES, MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
+import { MAX_PLAN_BYTES } from '../pipeline/plans.js';
 
 export type Schema = Record<string, unknown>;
 
@@ -182,32 +183,15 @@ function eventSchemas(): Record<string, Schema> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Admin API: request bodies mirror the ajv schemas of src/admin/api.ts; responses the store's rows.
+// Admin API: request bodies are the routes' own (src/admin/bodies.ts); responses the store's rows.
 
 function adminSchemas(): Record<string, Schema> {
-  const messengerId = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: USER_ID_PATTERN }] };
-  const nullableUuid = { anyOf: [{ type: 'string', pattern: '^[0-9a-fA-F-]{36}$' }, { type: 'null' }] };
-  const allowance = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }], description: 'Billed events per calendar month (UTC); null: unlimited.' };
-  const projectName = { type: 'string', minLength: 1, maxLength: 200 };
-  const botName = { type: ['string', 'null'], maxLength: 200 };
   const counts = { accepted: count('Accepted events.'), rejected: count('Rejected events.'), duplicated: count('Repeats within a request.'), storedNotBilled: count('Stored, not billed.') };
   return {
-    CreateProject: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: projectName, eventAllowance: allowance } },
-    PatchProject: { type: 'object', additionalProperties: false, minProperties: 1, properties: { name: projectName, eventAllowance: allowance } },
-    CreateBot: {
-      type: 'object', additionalProperties: false,
-      properties: { messengerBotId: { anyOf: [messengerId, { type: 'null' }] }, projectId: nullableUuid, name: botName },
-    },
-    PatchBot: {
-      type: 'object', additionalProperties: false, minProperties: 1, description: '`null` unlinks the project / unsets the messenger id or name.',
-      properties: {
-        projectId: nullableUuid,
-        messengerBotId: { anyOf: [messengerId, { type: 'null' }] },
-        miniAppIngest: { type: 'boolean' },
-        apiIngest: { type: 'boolean' },
-        name: botName,
-      },
-    },
+    CreateProject: ADMIN_BODIES.CreateProject,
+    PatchProject: ADMIN_BODIES.PatchProject,
+    CreateBot: ADMIN_BODIES.CreateBot,
+    PatchBot: ADMIN_BODIES.PatchBot,
     Project: closed({ projectId: uuid, name: { type: 'string' }, eventAllowance: { type: ['integer', 'null'], minimum: 0 }, createdAt: instant }),
     Bot: closed({
       botId: uuid,
@@ -251,19 +235,7 @@ function adminSchemas(): Record<string, Schema> {
 const KIB = (bytes: number) => `${bytes / 1024} KiB`;
 
 function qualitySchemas(): Record<string, Schema> {
-  const mode = { type: 'string', enum: ['warn', 'block'], description: 'What a planned event that breaks its schema gets: `warn`, `schema_violation` warnings (the event is stored); `block`, `schema_violation` errors (the event is rejected and quarantined).' };
-  const unplanned = { type: 'string', enum: ['allow', 'warn', 'block'], description: 'What an event whose name the plan does not list gets: `allow`, nothing; `warn`, an `event_unplanned` warning (stored); `block`, an `event_unplanned` error (rejected and quarantined).' };
-  const events = {
-    type: 'object',
-    propertyNames: { minLength: 1, maxLength: 4096 },
-    additionalProperties: { anyOf: [{ type: 'object' }, { type: 'boolean' }] },
-    description: [
-      'Event name → a JSON Schema (draft 2020-12) of the event as the service has normalized it, with the request\'s field names: `eventName`, `eventType`, `text`, `propsString`, `propsLong`, `propsFloat`, `propsBool`, and on the bot_api endpoint `platformUserId` and `eventOrigin`.',
-      'Values are the repaired ones (a truncated string, a dropped property are what the schema sees); `tg.*` fields of platform events appear in their buckets as sent (`propsLong["tg.total_amount"]`). `eventId` and `eventDate` are not part of it.',
-      `Unknown keywords are refused (a typo would otherwise check nothing); formats are not validated. At most ${MAX_SCHEMA_VIOLATIONS} \`schema_violation\` diagnostics per event.`,
-    ].join(' '),
-  };
-  const planFields = { mode, unplannedEvents: unplanned, events };
+  const planFields = PLAN_FIELDS;
   const counts = {
     replayed: count(`Quarantined events taken by this call (at most ${REPLAY_MAX}, oldest first).`),
     accepted: count('Events that pass now: stored (billed by the usual rules) and out of quarantine; in a dry run, those that would be.'),
@@ -284,7 +256,8 @@ function qualitySchemas(): Record<string, Schema> {
   }, undefined, 'One event, sent once it has been answered.');
   return {
     TrackingPlan: {
-      ...closed(planFields, undefined, `A project's tracking plan. The body may be at most ${KIB(MAX_PLAN_BYTES)} (else 400 \`bad_request\` with \`details.maxBytes\`); a schema that does not compile is 400 \`bad_request\` with \`details: {eventName, error}\`. A changed plan is in force at once on the instance that took it and within 2 × \`AUTH_CACHE_TTL_MS\` on the others.`),
+      ...ADMIN_BODIES.TrackingPlan,
+      description: `A project's tracking plan. The body may be at most ${KIB(MAX_PLAN_BYTES)} (else 400 \`bad_request\` with \`details.maxBytes\`); a schema that does not compile is 400 \`bad_request\` with \`details: {eventName, error}\`. A changed plan is in force at once on the instance that took it and within 2 × \`AUTH_CACHE_TTL_MS\` on the others.`,
     },
     StoredTrackingPlan: closed({
       ...planFields,
@@ -311,15 +284,7 @@ function qualitySchemas(): Record<string, Schema> {
       ['code', 'count'],
       'Entries with an error of this code (an entry with several codes counts under each); or, as `quarantine_full` with a `warning`, the rejected events not kept because the quarantine held QUARANTINE_MAX_BYTES, since it was last cleared.',
     ),
-    ReplayRequest: {
-      type: 'object', additionalProperties: false,
-      description: `Which quarantined events to replay, oldest first, at most ${REPLAY_MAX} per call: those of \`ids\`, those with an error of \`code\` (both: both must hold); neither: all. An empty body is \`{}\`.`,
-      properties: {
-        ids: { type: 'array', maxItems: REPLAY_MAX, items: { type: 'integer', minimum: 1 }, description: '`id`s of quarantine entries.' },
-        code: { type: 'string', minLength: 1, maxLength: 64, description: 'A diagnostic code of severity error, e.g. `schema_violation`.' },
-        dryRun: { type: 'boolean', description: 'true: only count what would happen; nothing is stored, billed or removed.' },
-      },
-    },
+    ReplayRequest: ADMIN_BODIES.ReplayRequest,
     ReplayResult: closed(counts, undefined, '`replayed = accepted + stillRejected + duplicated`.'),
     LiveSignIn: closed({ token: { type: 'string', description: 'The admin token.' } }, undefined, "The viewer's first message on the live view's WebSocket."),
     LiveMessage: {
