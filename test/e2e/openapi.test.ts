@@ -760,7 +760,7 @@ describe('probes, metrics, the page', () => {
 // ---------------------------------------------------------------------------------------------
 // Both directions: every route is documented, every documented operation was exercised.
 
-/** The routes src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
+/** The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
 const ROUTES = [
   'POST /tg', 'POST /messenger', 'POST /tg/webapp', 'OPTIONS /tg/webapp', 'POST /messenger/webapp', 'OPTIONS /messenger/webapp',
   'POST /admin/projects', 'GET /admin/projects', 'GET /admin/projects/{projectId}', 'PATCH /admin/projects/{projectId}',
@@ -777,9 +777,9 @@ const ROUTES = [
 describe('coverage', () => {
   it('documents every registered route and nothing else', () => {
     const source = (f: string) => readFileSync(new URL(`../../${f}`, import.meta.url), 'utf8');
-    const app = source('src/app.ts');
+    const app = source('src/app/routes.ts');
     const page = source('src/admin/page.ts');
-    // Literal routes, as a cross-check of ROUTES (the loops over paths in app.ts are checked below).
+    // Literal routes, as a cross-check of ROUTES (the loops over paths in app/routes.ts are checked below).
     for (const f of [app, source('src/admin/api.ts'), source('src/admin/quality-api.ts'), page]) {
       for (const [, m, p] of f.matchAll(/\.route\('(\w+)',\s*[`']([^`']+)[`']/g)) {
         if (m === 'any') continue;
@@ -787,9 +787,9 @@ describe('coverage', () => {
         expect(ROUTES, `${route} (registered in the source)`).toContain(route);
       }
     }
-    for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g)) expect(ROUTES, `${p} (app.ts)`).toContain(`POST ${p}`);
+    for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g)) expect(ROUTES, `${p} (app/routes.ts)`).toContain(`POST ${p}`);
     // The live view is a WebSocket route of uWS itself, answering GET.
-    expect(app).toContain('live.mount(adminServer.app, PATHS.adminLive)');
+    expect(app).toContain('p.live.mount(server.app, PATHS.adminLive)');
     expect(ROUTES).toContain(`GET ${PATHS.adminLive}`);
     const assets = [...page.matchAll(/'([\w-]+\.(?:js|css|svg|png|ico|html|json))'\s*:/g)].map((m) => m[1]);
     expect(doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema.enum.sort()).toEqual(assets.sort());

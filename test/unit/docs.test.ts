@@ -134,8 +134,8 @@ describe('README.md', () => {
       const m = new RegExp(`\`${label}\` \\(([^)]*)\\)`).exec(rows.get(metric) ?? '');
       return [...(m?.[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((v) => v[1]!).sort();
     };
-    // The caches src/app.ts hands to the metrics.
-    const caches = /caches: \(\) => \(\{([^}]*)\}\)/.exec(read('src/app.ts'))?.[1] ?? '';
+    // The caches src/app/wiring.ts hands to the metrics.
+    const caches = /caches: \(\) => \(\{([^}]*)\}\)/.exec(read('src/app/wiring.ts'))?.[1] ?? '';
     const cacheNames = [...caches.matchAll(/(\w+):/g)].map((m) => m[1]!).sort();
     expect(cacheNames).toContain('tracking_plan');
     expect(values('tg_ingest_cache_requests_total', 'cache')).toEqual(cacheNames);

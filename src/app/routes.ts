@@ -1,0 +1,75 @@
+// What answers where: the two ingestion endpoints on the main listener; the admin page, API, live
+// view and /metrics on the admin listener (the main one unless ADMIN_PORT); probes, the OpenAPI
+// document and the 404 on both. Adding a route means adding it here.
+import { mountAdmin } from '../admin/api.js';
+import { mountAdminPage } from '../admin/page.js';
+import { mountQuality } from '../admin/quality-api.js';
+import { AdminStore } from '../admin/store.js';
+import { PATHS } from '../endpoints.js';
+import { HttpError } from '../errors.js';
+import { corsPreflight } from '../http/cors.js';
+import type { Handler, HttpServer, Reply } from '../http/server.js';
+import { botApiEndpoint } from '../ingest/bot-api.js';
+import { webappEndpoint } from '../ingest/webapp.js';
+import { TokenBuckets } from '../limits/token-bucket.js';
+import { openApiDocument } from '../openapi.js';
+import type { Parts } from './wiring.js';
+
+const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
+
+/** The ingestion endpoints, on the main listener. */
+export function mountIngestion(server: HttpServer, p: Parts): void {
+  const { config } = p;
+  const closing = () => server.closing;
+  const quality = { plans: p.plans, liveSample: (projectId: string) => p.live.sampleFor(projectId) };
+  const botApi = botApiEndpoint({
+    tokens: p.tokens, buckets: new TokenBuckets(p.bucketOptions), authFailures: p.authFailures, pool: p.pool, ...p.commit, closing, ...quality,
+    limits: { maxBytes: config.maxBodyBytes, maxDepth: config.maxJsonDepth, maxProfiles: config.maxProfilesPerRequest },
+    onRateLimited: () => p.metrics.limited('bot_api'),
+  });
+  const webapp = webappEndpoint({
+    bots: p.bots, sessions: p.sessions, buckets: new TokenBuckets(p.bucketOptions), authFailures: p.authFailures, pool: p.pool, ...p.commit, ...quality,
+    limits: { maxBytes: config.webappMaxBodyBytes, maxDepth: config.maxJsonDepth },
+    onRateLimited: () => p.metrics.limited('webapp'),
+  });
+  // While shutting down, new requests on kept-alive connections are turned away to be retried elsewhere.
+  const unlessClosing: Handler = (req, readBody) => {
+    if (closing()) throw new HttpError('shutting_down', { retryAfterS: 1 });
+    return webapp(req, readBody);
+  };
+  for (const path of PATHS.bot_api) server.route('post', path, botApi).route('any', path, methodNotAllowed('POST'));
+  for (const path of PATHS.webapp) {
+    server.route('post', path, unlessClosing, { maxBodyBytes: config.webappMaxBodyBytes }).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
+  }
+}
+
+/** The admin page, API, live view and /metrics. `ownListener`: served on ADMIN_PORT, not beside the public endpoints. */
+export function mountAdministration(server: HttpServer, p: Parts, ownListener: boolean): void {
+  // The page first: its routes are more specific than the API's.
+  mountAdminPage(server);
+  const projects = new AdminStore(p.sql, p.tokenTags);
+  mountAdmin(server, projects, { guard: p.guard, stats: (projectId) => p.stats.get(projectId), hooks: p.hooks });
+  mountQuality(server, projects, p.quality, {
+    guard: p.guard, hooks: p.hooks, maxJsonDepth: p.config.maxJsonDepth,
+    compile: (plan) => p.pool.compilePlan(plan),
+    replay: { sql: p.sql, sink: p.sink, quota: p.quota, plans: p.plans, recheck: (items) => p.pool.recheck(items, p.config.maxJsonDepth), onReplayed: (r) => p.metrics.replay(r) },
+  });
+  p.live.mount(server.app, PATHS.adminLive);
+  // Beside the public endpoints /metrics needs the admin token (Prometheus sends it as a bearer
+  // token); on a listener of its own, reachable only where it is bound, it needs none.
+  const metrics: Handler = async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await p.metrics.text() });
+  server.route('get', PATHS.metrics, ownListener ? metrics : p.guard(metrics));
+}
+
+/** Probes, the OpenAPI document and the fallbacks, on every listener. */
+export function mountCommon(server: HttpServer, p: Parts, closing: () => boolean): void {
+  const ready = (): Reply => {
+    if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
+    const state = p.readiness.state;
+    return state === 'ready' ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: state }, headers: { 'Retry-After': '1' } };
+  };
+  server.route('get', PATHS.openapi, () => ({ status: 200, body: openApiDocument() }));
+  server.route('get', PATHS.health, () => ({ status: 200, body: { status: 'ok' } }));
+  server.route('get', PATHS.ready, ready);
+  server.route('any', '/*', () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }));
+}

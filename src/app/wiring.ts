@@ -1,0 +1,162 @@
+// The parts of the service, built from the configuration and wired to each other: writer, worker
+// pool, credentials, limits, event quality, the live view and metrics. Nothing here listens; see
+// routes.ts for what answers where.
+import { randomUUID } from 'node:crypto';
+import { adminGuard, type AdminGuard, type AdminHooks } from '../admin/api.js';
+import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
+import { BotResolver } from '../auth/bots.js';
+import { MiniAppSessions } from '../auth/sessions.js';
+import type { Config } from '../config.js';
+import type { Sql } from '../db/connect.js';
+import { schemaReady } from '../db/migrations.js';
+import { LiveHub } from '../http/live.js';
+import { Readiness } from '../http/readiness.js';
+import { Tarpit } from '../http/tarpit.js';
+import type { CommitDeps, CommitTarget } from '../ingest/commit.js';
+import { AuthFailures } from '../limits/auth-failures.js';
+import { BodyBudget, DerivedBytes } from '../limits/body-budget.js';
+import { Quota } from '../limits/quota.js';
+import { PgLeaseStore } from '../limits/quota-leases.js';
+import { type BucketOptions } from '../limits/token-bucket.js';
+import type { Logger } from '../log.js';
+import { Metrics } from '../metrics.js';
+import type { BatchResult } from '../pipeline/batch.js';
+import { PlanCache } from '../quality/plans.js';
+import { QuarantinePruner } from '../quality/pruner.js';
+import { QuarantineBudget } from '../quality/quarantine-budget.js';
+import { IngestStats } from '../quality/stats.js';
+import { QualityStore } from '../quality/store.js';
+import { IngestPool } from '../worker/pool.js';
+import { GroupCommitWriter } from '../writer/group-commit.js';
+import type { WriteOutcome } from '../writer/sink.js';
+
+export interface Parts {
+  config: Readonly<Config>;
+  log: Logger;
+  sql: Sql;
+  metrics: Metrics;
+  sink: GroupCommitWriter;
+  pool: IngestPool;
+  tokens: TokenResolver;
+  bots: BotResolver;
+  sessions: MiniAppSessions;
+  authFailures: AuthFailures;
+  quota: Quota;
+  plans: PlanCache;
+  guard: AdminGuard;
+  live: LiveHub;
+  quality: QualityStore;
+  stats: IngestStats;
+  bodyBudget: BodyBudget;
+  tarpit: Tarpit;
+  readiness: Readiness;
+  tokenTags: Awaited<ReturnType<typeof loadTokenTags>>;
+  /** What both ingestion endpoints commit through. */
+  commit: CommitDeps;
+  /** Local caches dropped at once when the admin API changes what they hold. */
+  hooks: AdminHooks;
+  bucketOptions: BucketOptions;
+  /** Stops the timers (the writer, pool and database are closed by the shutdown). */
+  stop(): void;
+}
+
+export async function wire(config: Readonly<Config>, sql: Sql, databaseUrl: string, adminToken: string, log: Logger): Promise<Parts> {
+  // This process among the instances sharing the database: its ledger rows and allowance leases.
+  const instanceId = randomUUID();
+  const tokenTags = await loadTokenTags(sql);
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
+  const tarpit = new Tarpit({ delayMs: config.authRateLimitedDelayMs, max: config.authRateLimitedHeldMax });
+  // Late-bound: the probes read parts created just below.
+  const metrics: Metrics = new Metrics({
+    poolQueue: () => pool.queueSize,
+    poolUtilization: () => pool.utilization,
+    writerPending: () => sink.pending,
+    writerQueuedRows: () => sink.queuedRows,
+    bodyBytes: () => bodyBudget.bytes,
+    heldAnswers: () => tarpit.held,
+    liveViewers: () => live.watching,
+    caches: () => ({ token: tokens.stats, bot: bots.stats, allowance: quota.stats, tracking_plan: plans.stats, initdata: sessions.stats }),
+    tasks: () => pool.tasks,
+    laneWaiting: () => pool.laneWaiting,
+    quarantineDropped: () => quarantineBudget.droppedTotal,
+  });
+  const sink = new GroupCommitWriter({
+    url: databaseUrl,
+    connections: config.dbWriterConnections,
+    batchMaxRows: config.batchMaxRows,
+    batchMaxWaitMs: config.batchMaxWaitMs,
+    writeTimeoutMs: config.writeTimeoutMs,
+    maxQueuedRows: config.writerMaxQueuedRows,
+    instanceId,
+    onCommit: (c) => metrics.commit(c.path, c.rows, c.ms / 1000),
+    onRedelivery: () => metrics.redelivery(),
+    onError: (err, kind) => {
+      metrics.dbError(kind);
+      log.warn({ kind, code: (err as { code?: string }).code, err: (err as Error).message }, 'group commit failed');
+    },
+  });
+  const pool = new IngestPool({
+    threads: config.workers,
+    inlineMaxBytes: config.inlineMaxBytes,
+    // Unauthenticated work never takes every worker (with one worker it has to share it).
+    laneConcurrency: Math.max(1, config.workers - 1),
+    laneQueueMax: config.initDataVerifyQueue,
+    lowQueueMax: config.authLowPriorityQueue,
+    envelopeMaxBytes: config.webappEnvelopeMaxBytes,
+  });
+  const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
+  await tokens.checkUntagged();
+  const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
+  // A lease admits events for a few seconds and counts for the others until its last batches have
+  // had their time to commit.
+  const leaseMs = Math.max(1000, 2 * config.authCacheTtlMs);
+  const leases = new PgLeaseStore(sql, { instanceId, leaseMs, holdMs: config.writeTimeoutMs + 5000 });
+  const quota = new Quota(sql, leases, { ttlMs: config.authCacheTtlMs, leaseMs, waitLimitMs: config.writeTimeoutMs });
+  const plans = new PlanCache(sql, config.authCacheTtlMs);
+  const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
+  const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed, trustProxy: config.trustProxy });
+  const quality = new QualityStore(sql, config.maxJsonDepth);
+  const quarantineBudget = new QuarantineBudget(sql, config.quarantineMaxBytes, config.authCacheTtlMs);
+  const pruner = new QuarantinePruner(quality, {
+    maxEvents: config.quarantineMaxEvents, retentionDays: config.quarantineRetentionDays, everyMs: config.quarantinePruneEveryMs, flushDropped: () => quarantineBudget.flush(),
+  }, log);
+  const stats = new IngestStats();
+  const authFailures = new AuthFailures({
+    perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
+    perBot: { burst: config.initDataFailureBurstPerBot, perMin: config.initDataFailureRefillPerSPerBot * 60, maxKeys: 100_000 },
+  });
+  const sessions = new MiniAppSessions({ publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS, failures: authFailures, verify: (check, priority, admit) => pool.verify(check, priority, admit) });
+  // After every batch: metrics, the per-project stats, the pruner's list, the live view.
+  const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
+    metrics.batch(t.channel, b.accepted + b.rejected + b.duplicated, {
+      accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
+      stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
+    }, b.diagnosticCounts);
+    stats.record(t.projectId, { accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated, storedNotBilled: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0 }, b.diagnosticCounts);
+    if (o !== null) metrics.quarantine(b.quarantineCodes);
+    if (o !== null && b.quarantineCount > 0) pruner.quarantined(t.projectId);
+    if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
+  };
+  // /readyz answers from a state refreshed once a second, never a query per request.
+  const readiness = new Readiness(async () => ((await schemaReady(sql)) ? 'ready' : 'migrations_pending'));
+  await readiness.refresh();
+  return {
+    config, log, sql, metrics, sink, pool, tokens, bots, sessions, authFailures, quota, plans, guard, live, quality, stats, bodyBudget, tarpit, readiness, tokenTags,
+    commit: { quota, sink, derived: new DerivedBytes(bodyBudget), quarantineBudget, onOutcome },
+    hooks: {
+      tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
+      botChanged: (botId) => {
+        tokens.forgetBot(botId);
+        bots.forget(botId);
+      },
+      allowanceChanged: (projectId) => quota.forget(projectId),
+      trackingPlanChanged: (projectId) => plans.forget(projectId),
+    },
+    bucketOptions: { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin },
+    stop() {
+      tarpit.release();
+      readiness.stop();
+      pruner.stop();
+    },
+  };
+}
