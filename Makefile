@@ -21,6 +21,7 @@ run: build
 # Type-checks the tests and benchmarks too (tsc builds only what ships).
 check: $(STAMP)
 	npx tsc -p tsconfig.check.json
+	npx tsc -p tsconfig.page.json
 
 # The browser and load-balancer tests drive real programs from Debian's packages.
 system-deps:

@@ -3,9 +3,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { HttpServer, Reply } from '../http/server.js';
 
+/** The page's ES modules, by section; admin.js is the entry, the others its imports. */
+export const PAGE_MODULES = ['admin.js', 'core.js', 'api.js', 'signin.js', 'projects.js', 'bots.js', 'tokens.js', 'confirm.js', 'plan.js', 'quarantine.js', 'watch.js', 'live.js'] as const;
+
 /** Asset name → Content-Type; served under /admin/page/, which no API route uses. */
-const ASSETS: Record<string, string> = {
-  'admin.js': 'text/javascript; charset=utf-8',
+export const PAGE_ASSETS: Record<string, string> = {
+  ...Object.fromEntries(PAGE_MODULES.map((m) => [m, 'text/javascript; charset=utf-8'])),
   'admin.css': 'text/css; charset=utf-8',
   'icon.svg': 'image/svg+xml',
 };
@@ -34,7 +37,7 @@ export function mountAdminPage(server: HttpServer): void {
   const index = file('index.html', 'text/html; charset=utf-8');
   // The same page on both: the server's status table has no 3xx, and index.html uses absolute asset URLs.
   server.route('get', '/admin/', () => index).route('get', '/admin', () => index);
-  for (const [name, type] of Object.entries(ASSETS)) {
+  for (const [name, type] of Object.entries(PAGE_ASSETS)) {
     const reply = file(name, type);
     server.route('get', `/admin/page/${name}`, () => reply);
   }

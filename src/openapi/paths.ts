@@ -6,6 +6,7 @@ import { QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
 import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
 import { REPLAY_MAX } from '../quality/replay.js';
 import { ERROR_CODES, ref } from './schemas.js';
+import { PAGE_ASSETS } from '../admin/page.js';
 import { json, type HeaderSet, type Obj, operation, type OperationSpec, param } from './operations.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +306,7 @@ function livePath(): Obj {
 // Operations
 
 /** The admin page's files under /admin/page/ (src/admin/page.ts) and their media types. */
-const PAGE_ASSETS: Record<string, string> = { 'admin.js': 'text/javascript', 'admin.css': 'text/css', 'icon.svg': 'image/svg+xml' };
+
 
 function operationsPaths(): Record<string, Obj> {
   const get = (spec: Omit<OperationSpec, 'tags' | 'errors'> & { errors?: ErrorCode[] }): Obj => ({ get: operation({ tags: ['operations'], errors: [], ...spec }) });
@@ -320,7 +321,7 @@ function operationsPaths(): Record<string, Obj> {
     '/admin/page/{file}': get({
       operationId: 'adminPageAsset', summary: "The admin page's static files",
       parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string', enum: Object.keys(PAGE_ASSETS) } }],
-      success: { 200: { description: 'The file.', content: Object.fromEntries(Object.values(PAGE_ASSETS).map((type) => [type, { schema: { type: 'string' } }])) } },
+      success: { 200: { description: 'The file.', content: Object.fromEntries(Object.values(PAGE_ASSETS).map((type) => [type.split(';')[0]!, { schema: { type: 'string' } }])) } },
     }),
     '/healthz': get({ operationId: 'healthz', summary: 'Liveness', success: { 200: ok('The process is up.', ref('Health')) } }),
     '/readyz': get({

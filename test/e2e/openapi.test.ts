@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PAGE_ASSETS } from '../../src/admin/page.js';
 import { PATHS } from '../../src/endpoints.js';
 import { ERRORS } from '../../src/errors.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
@@ -791,7 +792,7 @@ describe('coverage', () => {
     // The live view is a WebSocket route of uWS itself, answering GET.
     expect(app).toContain('p.live.mount(server.app, PATHS.adminLive)');
     expect(ROUTES).toContain(`GET ${PATHS.adminLive}`);
-    const assets = [...page.matchAll(/'([\w-]+\.(?:js|css|svg|png|ico|html|json))'\s*:/g)].map((m) => m[1]);
+    const assets = Object.keys(PAGE_ASSETS);
     expect(doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema.enum.sort()).toEqual(assets.sort());
 
     const documented = [...operations()].map(([m, p]) => `${m} ${p}`);

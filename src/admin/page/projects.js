@@ -1,0 +1,131 @@
+// @ts-check
+// The admin page: the project list, creating and editing projects, the usage card.
+import { $, el, fmt, PROJECT_KEY, state } from './core.js';
+import { api, busy, describe, flash, isSignedOutError } from './api.js';
+import { loadBots, renderBots } from './bots.js';
+import { loadPlan, resetPlan } from './plan.js';
+import { loadQuarantine, resetQuarantine } from './quarantine.js';
+import { resetWatch } from './watch.js';
+import { resetLive, startLive } from './live.js';
+
+const allowanceText = (a) => (a === null || a === undefined ? 'unlimited' : `${fmt(a)} events / month`);
+
+export function renderProjects() {
+  const list = $('project-list');
+  list.replaceChildren(
+    ...state.projects.map((p) => {
+      const button = el(
+        'button',
+        { type: 'button', class: 'project-button', 'data-testid': 'project-select', 'aria-current': p.projectId === state.projectId ? 'true' : undefined },
+        el('span', { class: 'name' }, p.name),
+        el('span', { class: 'muted small' }, allowanceText(p.eventAllowance)),
+      );
+      button.addEventListener('click', () => selectProject(p.projectId));
+      return el('li', { 'data-testid': 'project-row', 'data-project-id': p.projectId }, button);
+    }),
+  );
+  $('project-list-empty').hidden = state.projects.length > 0;
+}
+
+/** '' → null (unlimited); otherwise a non-negative integer, or undefined when invalid. */
+function parseAllowance(raw) {
+  const v = raw.trim();
+  if (v === '') return null;
+  const n = Number(v);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+$('project-create-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const name = $('project-name').value.trim();
+  const allowanceInput = $('project-allowance');
+  if (name === '') {
+    flash('A project needs a name.', 'error');
+    $('project-name').focus();
+    return;
+  }
+  // A number input reports '' for text it cannot parse; validity tells that apart from empty.
+  const eventAllowance = allowanceInput.validity.badInput ? undefined : parseAllowance(allowanceInput.value);
+  if (eventAllowance === undefined) {
+    flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
+    allowanceInput.focus();
+    return;
+  }
+  await busy(e.submitter, async () => {
+    const { project } = await api('POST', '/admin/projects', { name, eventAllowance });
+    state.projects.push(project);
+    e.target.reset();
+    renderProjects();
+    selectProject(project.projectId);
+    flash(`Project “${project.name}” created.`);
+  });
+});
+
+function currentProject() {
+  return state.projects.find((p) => p.projectId === state.projectId) ?? null;
+}
+
+export function selectProject(projectId) {
+  const p = state.projects.find((x) => x.projectId === projectId);
+  if (!p) return;
+  state.projectId = projectId;
+  sessionStorage.setItem(PROJECT_KEY, projectId);
+  history.replaceState(null, '', `#project=${projectId}`);
+  renderProjects();
+  $('project').hidden = false;
+  $('project-title').textContent = p.name;
+  $('project-id').textContent = `project ${p.projectId}`;
+  $('allowance-input').value = p.eventAllowance === null ? '' : String(p.eventAllowance);
+  resetLive();
+  // The stream and the quarantine belong to the project that was open: nothing of it may linger.
+  resetWatch();
+  resetQuarantine();
+  resetPlan();
+  state.bots = [];
+  renderBots();
+  loadBots();
+  loadPlan();
+  loadQuarantine();
+  startLive();
+}
+
+$('allowance-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const input = $('allowance-input');
+  const eventAllowance = input.validity.badInput ? undefined : parseAllowance(input.value);
+  if (eventAllowance === undefined) {
+    flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
+    input.focus();
+    return;
+  }
+  const projectId = state.projectId;
+  await busy(e.submitter, async () => {
+    const project = await api('PATCH', `/admin/projects/${projectId}`, { eventAllowance });
+    state.projects = state.projects.map((p) => (p.projectId === projectId ? project : p));
+    renderProjects();
+    if (state.projectId === projectId) loadUsage();
+    flash(`Allowance saved: ${allowanceText(project.eventAllowance)}.`);
+  });
+});
+
+export async function loadUsage() {
+  const projectId = state.projectId;
+  try {
+    const u = await api('GET', `/admin/projects/${projectId}/usage`);
+    if (projectId === state.projectId) renderUsage(u);
+  } catch (err) {
+    if (!isSignedOutError(err)) flash(`Usage: ${describe(err)}`, 'error');
+  }
+}
+
+export function renderUsage(u) {
+  const set = (id, text) => {
+    const dd = $('usage').querySelector(`[data-testid="${id}"]`);
+    dd.textContent = text;
+    return dd;
+  };
+  set('usage-month', u.month);
+  set('usage-billed', fmt(u.eventsBilled)).dataset.value = String(u.eventsBilled);
+  set('usage-stored', fmt(u.eventsStored)).dataset.value = String(u.eventsStored);
+  set('usage-allowance', allowanceText(u.eventAllowance));
+}

@@ -1,0 +1,330 @@
+// @ts-check
+// The admin page: the quarantine (summary, pages, detail, dry-run then replay, delete).
+import { $, el, fmt, fmtTime, state, timeEl } from './core.js';
+import { api, busy, describe, flash, isSignedOutError } from './api.js';
+import { loadUsage } from './projects.js';
+import { confirmable } from './confirm.js';
+
+const Q_PAGE = 50;
+/** The most one replay request takes, oldest first (REPLAY_MAX of the service). */
+const REPLAY_MAX = 10000;
+
+const quarantinePath = (projectId, rest = '') => `/admin/projects/${projectId}/quarantine${rest}`;
+
+function quarantineQuery(code, before) {
+  const q = new URLSearchParams({ limit: String(Q_PAGE) });
+  if (code !== null) q.set('code', code);
+  if (before !== undefined) q.set('before', String(before));
+  return `?${q}`;
+}
+
+/** A fresh view; its generation goes up, so answers still on their way for the old one are dropped. */
+export function resetQuarantine() {
+  const gen = state.q === null ? 0 : state.q.gen + 1;
+  state.q = { code: null, summary: [], items: [], next: null, loaded: false, selected: new Set(), detailId: null, preview: null, gen };
+  $('replay-result').hidden = true;
+  quarantineError('');
+  renderQuarantine();
+}
+
+function quarantineError(message) {
+  $('quarantine-error').textContent = message;
+  $('quarantine-error').hidden = message === '';
+}
+
+/** The summary and the first page under the current filter. */
+export async function loadQuarantine() {
+  const projectId = state.projectId;
+  const q = state.q;
+  if (projectId === null || q === null) return;
+  const gen = ++q.gen;
+  try {
+    const [summary, page] = await Promise.all([
+      api('GET', quarantinePath(projectId, '/summary')),
+      api('GET', quarantinePath(projectId, quarantineQuery(q.code))),
+    ]);
+    if (q !== state.q || gen !== q.gen) return;
+    Object.assign(q, { summary, items: page.items, next: page.next, loaded: true });
+    // Replay takes the rows ticked that are still listed: never an event the user no longer sees.
+    const listed = new Set(page.items.map((i) => i.id));
+    for (const id of q.selected) if (!listed.has(id)) q.selected.delete(id);
+    if (q.detailId !== null && !listed.has(q.detailId)) q.detailId = null;
+    quarantineError('');
+    renderQuarantine();
+  } catch (err) {
+    if (!isSignedOutError(err) && q === state.q && gen === q.gen) quarantineError(`The quarantine could not be loaded: ${describe(err)}`);
+  }
+}
+
+function setQuarantineFilter(code) {
+  const q = state.q;
+  if (q.code === code) return;
+  Object.assign(q, { code, items: [], next: null, loaded: false, detailId: null });
+  q.selected.clear();
+  hidePreview();
+  renderQuarantine();
+  loadQuarantine();
+}
+
+function renderQuarantine() {
+  const q = state.q;
+  renderQuarantineSummary();
+  $('quarantine-filter').textContent = q.code === null ? 'Showing every quarantined event, newest first.' : `Showing the events with the code ${q.code}, newest first.`;
+  $('quarantine-body').replaceChildren(...q.items.map(quarantineRow));
+  const empty = $('quarantine-empty');
+  empty.hidden = !q.loaded || q.items.length > 0;
+  empty.textContent = q.code === null ? 'Nothing in quarantine.' : `No quarantined event has the code ${q.code}.`;
+  $('quarantine-more').hidden = q.next === null;
+  renderReplayButton();
+  showQuarantineDelete();
+  renderPreview();
+  renderDetail();
+}
+
+function renderQuarantineSummary() {
+  const q = state.q;
+  const counts = q.summary.slice();
+  // The filter stays visible (at 0) when its last events have left.
+  if (q.code !== null && !counts.some((s) => s.code === q.code)) counts.push({ code: q.code, count: 0 });
+  const chip = (code, ...content) => {
+    const b = el(
+      'button',
+      { type: 'button', class: 'chip', 'data-testid': code === null ? 'quarantine-code-all' : 'quarantine-code', 'data-code': code ?? undefined, 'aria-pressed': q.code === code ? 'true' : 'false' },
+      ...content,
+    );
+    b.addEventListener('click', () => setQuarantineFilter(code));
+    return el('li', {}, b);
+  };
+  $('quarantine-summary').replaceChildren(
+    chip(null, 'All'),
+    ...counts.map((s) => chip(s.code, el('code', {}, s.code), ' ', el('span', { class: 'count', 'data-testid': 'quarantine-code-count' }, fmt(s.count)))),
+  );
+}
+
+function eventNameOf(item) {
+  const e = item.event;
+  return e !== null && typeof e === 'object' && !Array.isArray(e) && typeof e.eventName === 'string' ? e.eventName : null;
+}
+
+/** Each code once with its first message, errors (the reasons an event was refused) before warnings. */
+export function codesOf(diagnostics) {
+  const seen = new Map();
+  for (const d of Array.isArray(diagnostics) ? diagnostics : []) {
+    if (!d || typeof d.code !== 'string') continue;
+    const had = seen.get(d.code);
+    if (!had || (had.severity !== 'error' && d.severity === 'error')) seen.set(d.code, { code: d.code, severity: d.severity, message: had ? had.message : String(d.message ?? '') });
+  }
+  return [...seen.values()].sort((a, b) => (a.severity === 'error' ? 0 : 1) - (b.severity === 'error' ? 0 : 1));
+}
+
+export function codeList(diagnostics) {
+  const codes = codesOf(diagnostics);
+  if (codes.length === 0) return el('span', { class: 'muted' }, '—');
+  return el(
+    'span',
+    { class: 'codes' },
+    ...codes.map((c) => el('code', { class: `code ${c.severity === 'error' ? 'error' : 'warning'}`, title: c.message }, c.code, c.severity === 'error' ? null : el('span', { class: 'sr-only' }, ' (warning)'))),
+  );
+}
+
+function quarantineRow(item) {
+  const q = state.q;
+  const label = item.eventId ?? `#${item.id}`;
+  const name = eventNameOf(item);
+  const select = el('input', { type: 'checkbox', 'data-testid': 'quarantine-select', 'aria-label': `Select event ${label} for replay` });
+  select.checked = q.selected.has(item.id);
+  select.addEventListener('change', () => {
+    if (select.checked) q.selected.add(item.id);
+    else q.selected.delete(item.id);
+    // A dry run on screen was for another set of events.
+    hidePreview();
+    renderReplayButton();
+  });
+  const current = q.detailId === item.id;
+  const view = el('button', { type: 'button', class: 'link mono', 'data-testid': 'quarantine-view', 'aria-controls': 'quarantine-detail', 'aria-expanded': current ? 'true' : 'false' }, label);
+  view.addEventListener('click', () => showDetail(item.id));
+  return el(
+    'tr',
+    { 'data-testid': 'quarantine-row', 'data-id': item.id, 'data-event-id': item.eventId ?? undefined, class: current ? 'current' : undefined },
+    el('td', { class: 'select', 'data-label': 'Replay' }, select),
+    el('td', { 'data-label': 'Received' }, timeEl(item.receivedAt)),
+    el('td', { 'data-label': 'Event id' }, view),
+    el('td', { 'data-label': 'Event', 'data-testid': 'quarantine-name' }, name ?? (item.truncated ? el('span', { class: 'badge warn' }, 'truncated') : el('span', { class: 'muted' }, '—'))),
+    el('td', { 'data-label': 'Channel' }, item.channel),
+    el('td', { 'data-label': 'Codes', 'data-testid': 'quarantine-codes' }, codeList(item.diagnostics)),
+  );
+}
+
+function showDetail(id) {
+  state.q.detailId = id;
+  for (const tr of $('quarantine-body').rows) {
+    const current = Number(tr.dataset.id) === id;
+    tr.classList.toggle('current', current);
+    tr.querySelector('[data-testid="quarantine-view"]').setAttribute('aria-expanded', current ? 'true' : 'false');
+  }
+  renderDetail();
+  const box = $('quarantine-detail');
+  box.scrollIntoView({ block: 'nearest' });
+  box.focus({ preventScroll: true });
+}
+
+function renderDetail() {
+  const q = state.q;
+  const item = q.detailId === null ? undefined : q.items.find((i) => i.id === q.detailId);
+  const box = $('quarantine-detail');
+  box.hidden = item === undefined;
+  if (item === undefined) return;
+  $('quarantine-detail-title').textContent = `Event ${item.eventId ?? `#${item.id}`}`;
+  $('quarantine-detail-meta').textContent = [`received ${fmtTime(item.receivedAt)}`, item.channel, `bot ${item.botId}`, item.userId === null ? null : `user ${item.userId}`]
+    .filter((x) => x !== null)
+    .join(' · ');
+  $('quarantine-truncated').hidden = !item.truncated;
+  // A cut event is the text of its first 64 KiB, not JSON: shown as it is.
+  $('quarantine-event').textContent = item.truncated ? String(item.event) : JSON.stringify(item.event, null, 2);
+  $('quarantine-diagnostics').replaceChildren(
+    ...item.diagnostics.map((d) =>
+      el(
+        'li',
+        { 'data-testid': 'quarantine-diagnostic', 'data-code': d.code },
+        el('code', {}, d.code),
+        ' ',
+        el('span', { class: `badge ${d.severity === 'error' ? 'bad' : 'warn'}` }, d.severity),
+        ' ',
+        el('span', { class: 'mono small' }, d.path),
+        el('br'),
+        el('span', { class: 'small' }, d.message),
+      ),
+    ),
+  );
+}
+
+$('quarantine-detail-close').addEventListener('click', () => {
+  const id = state.q.detailId;
+  state.q.detailId = null;
+  renderQuarantine();
+  const row = [...$('quarantine-body').rows].find((r) => Number(r.dataset.id) === id);
+  if (row) row.querySelector('[data-testid="quarantine-view"]').focus();
+});
+
+$('quarantine-more').addEventListener('click', (e) => {
+  const q = state.q;
+  const projectId = state.projectId;
+  const gen = q.gen;
+  busy(e.currentTarget, async () => {
+    const page = await api('GET', quarantinePath(projectId, quarantineQuery(q.code, q.next)));
+    if (q !== state.q || gen !== q.gen) return;
+    const first = q.items.length;
+    q.items = q.items.concat(page.items);
+    q.next = page.next;
+    renderQuarantine();
+    // The button may be gone now (the last page): keep the keyboard where the new rows start.
+    const row = $('quarantine-body').rows[first];
+    if (row && q.next === null) row.querySelector('[data-testid="quarantine-view"]').focus();
+  }, (err) => quarantineError(describe(err)));
+});
+
+$('quarantine-refresh').addEventListener('click', (e) => {
+  hidePreview();
+  busy(e.currentTarget, loadQuarantine);
+});
+
+/** What a replay takes: the rows ticked, else every event under the current filter. */
+function replayScope() {
+  const q = state.q;
+  const n = q.selected.size;
+  if (n > 0) return { body: { ids: [...q.selected] }, text: `the ${n} selected ${n === 1 ? 'event' : 'events'}`, label: `Replay ${n} selected…` };
+  if (q.code !== null) return { body: { code: q.code }, text: `the events with the code ${q.code}`, label: `Replay all with ${q.code}…` };
+  return { body: {}, text: 'all quarantined events', label: 'Replay all…' };
+}
+
+function renderReplayButton() {
+  const b = $('quarantine-replay');
+  b.textContent = replayScope().label;
+  b.disabled = state.q.items.length === 0;
+}
+
+export function hidePreview() {
+  if (state.q !== null) state.q.preview = null;
+  $('replay-preview').hidden = true;
+}
+
+function renderPreview() {
+  const p = state.q.preview;
+  $('replay-preview').hidden = p === null;
+  if (p === null) return;
+  const r = p.result;
+  $('replay-preview-scope').textContent =
+    r.replayed === 0
+      ? `Dry run of ${p.scope.text}: there is nothing to replay.`
+      : `Dry run of ${p.scope.text}: ${fmt(r.replayed)} ${r.replayed === 1 ? 'event' : 'events'} checked against the current pipeline and tracking plan. Nothing has changed yet.`;
+  for (const [id, value] of [['replay-accepted', r.accepted], ['replay-rejected', r.stillRejected], ['replay-duplicated', r.duplicated]]) {
+    const dd = $('replay-preview').querySelector(`[data-testid="${id}"]`);
+    dd.textContent = fmt(value);
+    dd.dataset.value = String(value);
+  }
+  $('replay-preview-note').textContent =
+    '“Replay now” stores the accepted events (billed as usual) and takes them and the duplicated ones out of quarantine; the others stay, with their new reasons.' +
+    (r.replayed >= REPLAY_MAX ? ` One replay takes the oldest ${fmt(REPLAY_MAX)}; replay again for the rest.` : '');
+  $('replay-confirm').disabled = r.replayed === 0;
+}
+
+// Replay stores and bills: it always shows a dry run first, and runs only on a second, explicit click.
+$('quarantine-replay').addEventListener('click', (e) => {
+  const q = state.q;
+  const projectId = state.projectId;
+  const scope = replayScope();
+  $('replay-result').hidden = true;
+  quarantineError('');
+  busy(e.currentTarget, async () => {
+    const result = await api('POST', quarantinePath(projectId, '/replay'), { ...scope.body, dryRun: true });
+    if (q !== state.q) return;
+    q.preview = { projectId, scope, result };
+    renderPreview();
+    (result.replayed === 0 ? $('replay-cancel') : $('replay-confirm')).focus();
+  }, (err) => quarantineError(describe(err)));
+});
+
+$('replay-confirm').addEventListener('click', (e) => {
+  const q = state.q;
+  const p = q.preview;
+  if (p === null) return;
+  busy(e.currentTarget, async () => {
+    const r = await api('POST', quarantinePath(p.projectId, '/replay'), p.scope.body);
+    if (q !== state.q) return;
+    hidePreview();
+    q.selected.clear();
+    const result = $('replay-result');
+    result.textContent = `Replayed ${fmt(r.replayed)}: ${fmt(r.accepted)} accepted and stored, ${fmt(r.stillRejected)} still rejected, ${fmt(r.duplicated)} duplicated.`;
+    result.hidden = false;
+    $('quarantine-replay').focus();
+    await Promise.all([loadQuarantine(), loadUsage()]);
+  }, (err) => quarantineError(describe(err)));
+});
+
+$('replay-cancel').addEventListener('click', () => {
+  hidePreview();
+  $('quarantine-replay').focus();
+});
+
+const showQuarantineDelete = confirmable($('quarantine-delete-slot'), {
+  testid: 'quarantine-delete',
+  label: () => (state.q !== null && state.q.code !== null ? `Delete all with ${state.q.code}…` : 'Delete all…'),
+  disabled: () => state.q === null || state.q.items.length === 0,
+  question: () => {
+    const q = state.q;
+    if (q.code === null) return 'Delete every quarantined event of this project? They cannot be replayed afterwards.';
+    const s = q.summary.find((x) => x.code === q.code);
+    return `Delete the ${s ? `${fmt(s.count)} ` : ''}events with the code ${q.code}? They cannot be replayed afterwards.`;
+  },
+  yes: 'Yes, delete',
+  run: async () => {
+    const q = state.q;
+    const code = q.code;
+    await api('DELETE', quarantinePath(state.projectId, code === null ? '' : `?code=${encodeURIComponent(code)}`));
+    if (q !== state.q) return;
+    hidePreview();
+    flash(code === null ? 'Quarantine emptied.' : `Quarantined events with the code ${code} deleted.`);
+    await loadQuarantine();
+  },
+  onError: (err) => quarantineError(describe(err)),
+});

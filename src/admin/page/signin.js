@@ -1,0 +1,81 @@
+// @ts-check
+// The admin page: sign-in and sign-out (the token lives in sessionStorage).
+import { $, PROJECT_KEY, state, STORAGE_KEY } from './core.js';
+import { api, ApiError, describe } from './api.js';
+import { renderProjects, selectProject } from './projects.js';
+import { resetPlan } from './plan.js';
+import { resetQuarantine } from './quarantine.js';
+import { resetWatch } from './watch.js';
+import { stopLive } from './live.js';
+
+export function showLoginError(message) {
+  const p = $('login-error');
+  p.textContent = message;
+  p.hidden = message === '';
+}
+
+export async function signIn(token) {
+  const projects = await api('GET', '/admin/projects', undefined, token);
+  sessionStorage.setItem(STORAGE_KEY, token);
+  showLoginError('');
+  $('login').hidden = true;
+  $('app').hidden = false;
+  $('sign-out').hidden = false;
+  state.projects = projects;
+  renderProjects();
+  const wanted = /^#project=([0-9a-f-]{36})$/i.exec(location.hash);
+  const remembered = sessionStorage.getItem(PROJECT_KEY);
+  const byId = (id) => (id ? projects.find((p) => p.projectId === id.toLowerCase()) : undefined);
+  // A link names a project on purpose; else the one this tab had open; a lone project needs no choosing.
+  const initial = byId(wanted && wanted[1]) ?? byId(remembered) ?? (projects.length === 1 ? projects[0] : undefined);
+  if (remembered !== null && !byId(remembered)) sessionStorage.removeItem(PROJECT_KEY);
+  if (initial) selectProject(initial.projectId);
+}
+
+export function signOut(message = '') {
+  sessionStorage.removeItem(STORAGE_KEY);
+  stopLive();
+  // The socket signed in with the token: it must not outlive the session.
+  resetWatch();
+  resetQuarantine();
+  resetPlan();
+  const dialog = $('token-dialog');
+  if (dialog.open) dialog.close();
+  Object.assign(state, { projects: [], projectId: null, bots: [], dialogBot: null });
+  $('project-list').replaceChildren();
+  $('bots-body').replaceChildren();
+  $('project').hidden = true;
+  $('app').hidden = true;
+  $('sign-out').hidden = true;
+  $('login').hidden = false;
+  $('flash').hidden = true;
+  history.replaceState(null, '', location.pathname);
+  showLoginError(message);
+  const input = $('login-token');
+  input.value = '';
+  input.focus();
+}
+
+$('login-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const token = $('login-token').value.trim();
+  if (token === '') {
+    showLoginError('Enter the admin token.');
+    return;
+  }
+  const button = e.submitter ?? $('login-form').querySelector('button');
+  button.disabled = true;
+  try {
+    await signIn(token);
+  } catch (err) {
+    showLoginError(
+      err instanceof ApiError && err.status === 401
+        ? 'That admin token is not accepted (admin_unauthorized). Check it and try again.'
+        : describe(err),
+    );
+  } finally {
+    button.disabled = false;
+  }
+});
+
+$('sign-out').addEventListener('click', () => signOut());

@@ -1,0 +1,126 @@
+// @ts-check
+// The admin page: the token dialog (issue, list, revoke with a second click).
+import { $, el, state, timeEl } from './core.js';
+import { api, busy, describe, flash, isSignedOutError } from './api.js';
+import { botLabel } from './bots.js';
+
+export function openTokens(botId) {
+  const bot = state.bots.find((b) => b.botId === botId);
+  if (!bot) return;
+  state.dialogBot = bot;
+  $('token-dialog-title').textContent = `Tokens of ${botLabel(bot)}`;
+  $('token-dialog-bot').textContent = `bot ${bot.botId}`;
+  hideNewToken();
+  tokenError('');
+  $('token-body').replaceChildren();
+  $('token-empty').hidden = true;
+  $('token-dialog').showModal();
+  loadTokens();
+}
+
+function hideNewToken() {
+  // The value is shown once: it leaves the DOM as soon as the dialog closes or another is made.
+  $('token-new-value').value = '';
+  $('token-copy-status').textContent = '';
+  $('token-new').hidden = true;
+}
+
+function tokenError(message) {
+  $('token-error').textContent = message;
+  $('token-error').hidden = message === '';
+}
+
+async function loadTokens() {
+  const bot = state.dialogBot;
+  if (!bot) return;
+  try {
+    const tokens = await api('GET', `/admin/bots/${bot.botId}/tokens`);
+    if (bot !== state.dialogBot) return;
+    $('token-body').replaceChildren(...tokens.map(tokenRow));
+    $('token-empty').hidden = tokens.length > 0;
+  } catch (err) {
+    if (!isSignedOutError(err)) tokenError(describe(err));
+  }
+}
+
+function tokenRow(t) {
+  const revoked = t.revokedAt !== null;
+  const actions = el('td', { class: 'actions' });
+  if (!revoked) showRevoke(actions, t);
+  return el(
+    'tr',
+    { 'data-testid': 'token-row', 'data-token-id': t.tokenId, 'data-revoked': revoked ? 'true' : 'false' },
+    el('td', { class: 'mono', 'data-label': 'Hint' }, t.hint),
+    el('td', { 'data-label': 'Created' }, timeEl(t.createdAt)),
+    el('td', { 'data-testid': 'token-status', 'data-label': 'Status' }, revoked ? el('span', { class: 'badge off' }, 'revoked ', timeEl(t.revokedAt)) : el('span', { class: 'badge on' }, 'active')),
+    actions,
+  );
+}
+
+// Revoking is final, so it takes a second, explicit click (no native confirm(): it blocks and is hard to style).
+function showRevoke(cell, t) {
+  const revoke = el('button', { type: 'button', class: 'danger', 'data-testid': 'token-revoke', 'aria-label': `Revoke token ${t.hint}` }, 'Revoke');
+  revoke.addEventListener('click', () => {
+    const confirm = el('button', { type: 'button', class: 'danger', 'data-testid': 'token-revoke-confirm' }, 'Yes, revoke');
+    const cancel = el('button', { type: 'button', class: 'secondary', 'data-testid': 'token-revoke-cancel' }, 'Cancel');
+    cancel.addEventListener('click', () => showRevoke(cell, t));
+    confirm.addEventListener('click', () =>
+      busy(confirm, async () => {
+        await api('DELETE', `/admin/tokens/${t.tokenId}`);
+        flash(`Token ${t.hint} revoked.`);
+        await loadTokens();
+      }, (err) => tokenError(describe(err))),
+    );
+    cell.replaceChildren(el('span', { class: 'small' }, 'Revoke? '), confirm, cancel);
+    confirm.focus();
+  });
+  cell.replaceChildren(revoke);
+}
+
+$('token-create').addEventListener('click', (e) => {
+  const bot = state.dialogBot;
+  if (!bot) return;
+  tokenError('');
+  busy(e.currentTarget, async () => {
+    const created = await api('POST', `/admin/bots/${bot.botId}/tokens`);
+    if (bot !== state.dialogBot) return;
+    const input = $('token-new-value');
+    input.value = created.token;
+    $('token-copy-status').textContent = '';
+    $('token-new').hidden = false;
+    input.focus();
+    input.select();
+    await loadTokens();
+  }, (err) => tokenError(describe(err)));
+});
+
+$('token-copy').addEventListener('click', async () => {
+  const input = $('token-new-value');
+  const status = $('token-copy-status');
+  try {
+    if (!navigator.clipboard) throw new Error('no clipboard API');
+    await navigator.clipboard.writeText(input.value);
+    status.textContent = 'Copied to the clipboard.';
+  } catch {
+    // No clipboard permission (or an insecure origin): select the text so the user can copy it.
+    input.focus();
+    input.select();
+    let copied = false;
+    try {
+      copied = document.execCommand('copy');
+    } catch {
+      copied = false;
+    }
+    status.textContent = copied ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
+  }
+});
+
+$('token-dialog-close').addEventListener('click', () => $('token-dialog').close());
+$('token-dialog').addEventListener('close', () => {
+  hideNewToken();
+  const botId = state.dialogBot && state.dialogBot.botId;
+  state.dialogBot = null;
+  // Back to the button that opened the dialog (the table may have been re-rendered meanwhile).
+  const row = botId && [...$('bots-body').querySelectorAll('tr')].find((r) => r.dataset.botId === botId);
+  if (row) row.querySelector('[data-testid="bot-tokens"]').focus();
+});
