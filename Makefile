@@ -18,8 +18,9 @@ build: $(STAMP)
 run: build
 	node dist/src/main.js
 
-# Type-checks the tests and benchmarks too (tsc builds only what ships).
+# Lints (Biome), and type-checks the tests, benchmarks and admin page too (tsc builds only what ships).
 check: $(STAMP)
+	npx biome lint .
 	npx tsc -p tsconfig.check.json
 	npx tsc -p tsconfig.page.json
 

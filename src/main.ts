@@ -31,7 +31,7 @@ function firstSteps(config: Readonly<Config>, adminUrl: string, tokenPath: strin
 }
 
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof readConfig>;
   try {
     config = readConfig();
   } catch (err) {

@@ -25,7 +25,7 @@ export interface Postgres {
 export async function postgres(): Promise<Postgres> {
   const given = process.env.DATABASE_URL;
   let url: string;
-  let stop = async () => undefined as void;
+  let stop = async (): Promise<void> => {};
   if (given) url = given;
   else {
     const dir = mkdtempSync(join(tmpdir(), 'tg-ingest-bench-'));

@@ -2,7 +2,7 @@
 // failed. The server lists at most 100 diagnostics, so a rejection can go unnamed; such events are
 // resent in halves until each rejection is named. That is safe: already stored events come back
 // as accepted and are neither stored nor billed twice.
-import { IngestError } from './errors.js';
+import type { IngestError } from './errors.js';
 import type { SendResult } from './transport.js';
 import type { Diagnostic, FailedEvents, RejectedEvent, Stamped } from './types.js';
 

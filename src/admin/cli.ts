@@ -141,8 +141,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const env = readCliEnv();
-  let request;
-  let token;
+  let request: { method: string; path: string; body?: unknown } | undefined;
+  let token: string | undefined;
   try {
     if (argv[0] === 'db' && argv.length === 1) {
       process.stdout.write(`${databaseUrl(env)}\n`);

@@ -17,7 +17,7 @@ import { AuthFailures } from '../limits/auth-failures.js';
 import { BodyBudget, DerivedBytes } from '../limits/body-budget.js';
 import { Quota } from '../limits/quota.js';
 import { PgLeaseStore } from '../limits/quota-leases.js';
-import { type BucketOptions } from '../limits/token-bucket.js';
+import type { BucketOptions } from '../limits/token-bucket.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics.js';
 import type { BatchResult } from '../pipeline/batch.js';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ERRORS, HttpError, STATUS_TEXT } from '../errors.js';
 import { clientAddress } from './client-address.js';
-import { type BodyBudget } from '../limits/body-budget.js';
+import type { BodyBudget } from '../limits/body-budget.js';
 import { Aborted, replyFor } from './replies.js';
 import type { Tarpit } from './tarpit.js';
 import uws, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';

@@ -18,7 +18,7 @@ interface HeaderDef {
 }
 
 const HEADERS = {
-  'X-Request-Id': { description: "The request's id: the client's own X-Request-Id when it matches `" + REQUEST_ID_PATTERN + '`, else a generated UUID.', schema: { type: 'string', pattern: REQUEST_ID_PATTERN } },
+  'X-Request-Id': { description: `The request's id: the client's own X-Request-Id when it matches \`${REQUEST_ID_PATTERN}\`, else a generated UUID.`, schema: { type: 'string', pattern: REQUEST_ID_PATTERN } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: seconds },
   'RateLimit-Limit': { description: "Capacity of the token's bucket (`RATE_LIMIT_BURST`).", schema: seconds },
   'RateLimit-Remaining': { description: 'Requests left in the bucket now.', schema: seconds },

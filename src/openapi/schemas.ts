@@ -72,6 +72,7 @@ function diagnosticSchemas(): Record<string, Schema> {
   // The codes of a tracking plan come with either, as the plan decides, and are left free.
   const severityOfCode = SEVERITIES.map((s) => ({
     if: { properties: { code: { enum: DIAGNOSTIC_CODES.filter((c) => !PLAN_CODES.has(c) && DIAGNOSTICS[c].severity === s) } } },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then, not a thenable.
     then: { properties: { severity: { const: s } } },
   }));
   return {

@@ -3,6 +3,7 @@
 // (text cannot hold NUL; jsonb rejects \u0000 and lone surrogate escapes).
 
 /** Matches strings that may need a repair; clean ones skip the work. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what it looks for.
 export const SUSPICIOUS = /[\u0000\uD800-\uDFFF]/;
 
 export interface Repaired {

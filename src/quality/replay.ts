@@ -62,7 +62,9 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
   const checked: Checked[] = [];
   for (let i = 0; i < items.length; i += RECHECK_CHUNK) {
     const results = await deps.recheck(items.slice(i, i + RECHECK_CHUNK));
-    results.forEach((r, k) => checked.push({ ...r, row: rows[i + k]! }));
+    results.forEach((r, k) => {
+      checked.push({ ...r, row: rows[i + k]! });
+    });
   }
   const seen = new Set<string>();
   const result: ReplayResult = { replayed: rows.length, accepted: 0, stillRejected: 0, duplicated: 0 };

@@ -316,7 +316,9 @@ export class IngestPool {
     this.send({ kind: 'group', tasks }, [...new Set(tasks.flatMap(moveTask))]).then(
       (r) => {
         const results = (r as { results: TaskResult[] }).results;
-        waiting.forEach((w, i) => w.resolve(results[i]!));
+        waiting.forEach((w, i) => {
+          w.resolve(results[i]!);
+        });
       },
       // Only a worker that died gets here (each task's own throw is its own result).
       (err: unknown) => {

@@ -219,7 +219,9 @@ export class GroupCommitWriter implements EventSink {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await this.commit(slot, batch);
-        batch.forEach((p, i) => p.resolve(outcomes[i]!));
+        batch.forEach((p, i) => {
+          p.resolve(outcomes[i]!);
+        });
         return batch.length;
       } catch (err) {
         const kind = err instanceof Timeout ? 'unavailable' : classify(err);

@@ -53,7 +53,9 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
 
   const claims = batch.flatMap(({ target, batch: b }, req) => b.actions.map((a) => ({ projectId: target.projectId, key: a.key, connection: target.connection, eventId: a.eventId, req })));
   const perProject = new Map<string, number>();
-  batch.forEach(({ target }, i) => perProject.set(target.projectId, (perProject.get(target.projectId) ?? 0) + stored[i]!));
+  batch.forEach(({ target }, i) => {
+    perProject.set(target.projectId, (perProject.get(target.projectId) ?? 0) + stored[i]!);
+  });
   const storedCounts: StoredCount[] = [...perProject].map(([projectId, n]) => ({ projectId, stored: n }));
   const statements: string[] = [];
   // Before anything else: events that may have been stored in an earlier month (a conflict if so).

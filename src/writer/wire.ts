@@ -283,7 +283,8 @@ export class WireConnection {
   private handle(type: number, body: Buffer): void {
     switch (type) {
       case 0x52: // R: authentication
-        return this.authenticate(body);
+        this.authenticate(body);
+        return;
       case 0x4b: // K: BackendKeyData
         this.pid = body.readInt32BE(0);
         this.secret = body.readInt32BE(4);

@@ -48,7 +48,7 @@ async function until(check: () => Promise<boolean>, timeoutMs = 10_000, everyMs 
 function observedFetch(log: { encoding: string | null; bytes: number }[]): typeof fetch {
   return (input, init) => {
     const headers = new Headers(init?.headers);
-    log.push({ encoding: headers.get('content-encoding'), bytes: (init?.body as Uint8Array).byteLength });
+    log.push({ encoding: headers.get('content-encoding'), bytes: (init!.body as Uint8Array).byteLength });
     return fetch(input, init);
   };
 }
@@ -204,7 +204,10 @@ describe('webapp endpoint', () => {
     let calls = 0;
     const client = createClient({
       baseUrl: srv.url, botId: p.botId,
-      initData: () => (calls++, makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 777001, first_name: 'Ada' } })),
+      initData: () => {
+        calls++;
+        return makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 777001, first_name: 'Ada' } });
+      },
     });
     const a = client.track({ eventName: 'button_click', eventType: 'interaction', propsString: { page: 'home' } });
     const b = client.track({ eventName: 'open', eventType: 'platform' });

@@ -19,7 +19,7 @@ export async function call<T = any>(url: string, init: { method?: string; header
     body: payload as string | Uint8Array | undefined,
   });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown ;
   try {
     parsed = text === '' ? undefined : JSON.parse(text);
   } catch {

@@ -59,7 +59,7 @@ const CODE_TEXT = {
 };
 
 export function describe(err) {
-  if (!(err instanceof ApiError)) return `Unexpected error: ${err && err.message ? err.message : String(err)}`;
+  if (!(err instanceof ApiError)) return `Unexpected error: ${err?.message ? err.message : String(err)}`;
   return CODE_TEXT[err.code] ?? err.message;
 }
 

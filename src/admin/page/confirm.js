@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: two-step confirmations (no native confirm(): it blocks and cannot be styled).
-import { $, el } from './core.js';
+import { el } from './core.js';
 import { busy } from './api.js';
 
 /**

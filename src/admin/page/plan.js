@@ -127,7 +127,7 @@ function planErrorDetail(err) {
   if (d === null) return '';
   if (typeof d.error === 'string') return d.error;
   const first = Array.isArray(d.errors) ? d.errors[0] : null;
-  if (first && first.params && Array.isArray(first.params.allowedValues)) return `Allowed: ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (first?.params && Array.isArray(first.params.allowedValues)) return `Allowed: ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   return '';
 }
 

@@ -61,10 +61,6 @@ $('project-create-form').addEventListener('submit', async (e) => {
   });
 });
 
-function currentProject() {
-  return state.projects.find((p) => p.projectId === state.projectId) ?? null;
-}
-
 export function selectProject(projectId) {
   const p = state.projects.find((x) => x.projectId === projectId);
   if (!p) return;

@@ -27,7 +27,7 @@ export async function signIn(token) {
   const remembered = sessionStorage.getItem(PROJECT_KEY);
   const byId = (id) => (id ? projects.find((p) => p.projectId === id.toLowerCase()) : undefined);
   // A link names a project on purpose; else the one this tab had open; a lone project needs no choosing.
-  const initial = byId(wanted && wanted[1]) ?? byId(remembered) ?? (projects.length === 1 ? projects[0] : undefined);
+  const initial = byId(wanted?.[1]) ?? byId(remembered) ?? (projects.length === 1 ? projects[0] : undefined);
   if (remembered !== null && !byId(remembered)) sessionStorage.removeItem(PROJECT_KEY);
   if (initial) selectProject(initial.projectId);
 }

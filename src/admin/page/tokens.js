@@ -118,7 +118,7 @@ $('token-copy').addEventListener('click', async () => {
 $('token-dialog-close').addEventListener('click', () => $('token-dialog').close());
 $('token-dialog').addEventListener('close', () => {
   hideNewToken();
-  const botId = state.dialogBot && state.dialogBot.botId;
+  const botId = state.dialogBot?.botId;
   state.dialogBot = null;
   // Back to the button that opened the dialog (the table may have been re-rendered meanwhile).
   const row = botId && [...$('bots-body').querySelectorAll('tr')].find((r) => r.dataset.botId === botId);

@@ -167,7 +167,10 @@ describe('beaconBodies', () => {
   it('encodes lazily, so a refused body stops the work', () => {
     let encoded = 0;
     const events = Array.from({ length: 100 }, () => ev({ text: 'y'.repeat(100) }));
-    const it = beaconBodies(head, events, (e) => (encoded++, JSON.stringify(e)), 1000);
+    const it = beaconBodies(head, events, (e) => {
+      encoded++;
+      return JSON.stringify(e);
+    }, 1000);
     it.next();
     expect(encoded).toBeLessThan(10);
   });

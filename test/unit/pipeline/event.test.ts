@@ -87,7 +87,7 @@ describe('normalizeEvent: warnings repair the event', () => {
   it('truncates long strings by code points', () => {
     const r = run({ text: '👋'.repeat(5000), propsString: { s: 'a'.repeat(4097) }, eventName: 'e'.repeat(5000) });
     expect(r.ev?.text).toBe('👋'.repeat(4096));
-    expect((r.ev?.propsString?.s as string).length).toBe(4096);
+    expect((r.ev!.propsString!.s as string).length).toBe(4096);
     expect(r.ev?.eventName.length).toBe(4096);
     expect(r.diags).toEqual([
       ['warning', 'event_name_truncated', 'event_name'],
