@@ -18,9 +18,9 @@ build: $(STAMP)
 run: build
 	node dist/src/main.js
 
-# Lints (Biome), and type-checks the tests, benchmarks and admin page too (tsc builds only what ships).
+# Lints and checks the format (Biome), and type-checks the tests, benchmarks and admin page too (tsc builds only what ships).
 check: $(STAMP)
-	npx biome lint .
+	npx biome check .
 	npx tsc -p tsconfig.check.json
 	npx tsc -p tsconfig.page.json
 

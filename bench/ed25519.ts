@@ -22,29 +22,61 @@ function rate(seconds: number, fn: () => void): number {
   return n / ((performance.now() - started) / 1000);
 }
 
-export function ed25519Bench(seconds = 1.5): { rows: Row[]; nodeUncached: number; nobleUncached: number; cached: number } {
+export function ed25519Bench(seconds = 1.5): {
+  rows: Row[];
+  nodeUncached: number;
+  nobleUncached: number;
+  cached: number;
+} {
   const signer = newSigner();
   const botId = '4242';
-  const strings = Array.from({ length: 256 }, (_, i) => makeInitData(signer, { messengerBotId: botId, user: { id: 1000 + i, first_name: 'A' } }));
+  const strings = Array.from({ length: 256 }, (_, i) =>
+    makeInitData(signer, { messengerBotId: botId, user: { id: 1000 + i, first_name: 'A' } }),
+  );
   const pub = Buffer.from(signer.publicKeyHex, 'hex');
   let k = 0;
   const check = (verify: (msg: string, sig: string) => boolean) => () => {
     const parsed = parseInitData(strings[k++ % strings.length]!);
-    if (!parsed.ok || !verify(dataCheckString(botId, parsed.data.fields), parsed.data.signature)) throw new Error('verification failed');
+    if (!parsed.ok || !verify(dataCheckString(botId, parsed.data.fields), parsed.data.signature))
+      throw new Error('verification failed');
   };
-  const nodeUncached = rate(seconds, check((m, s) => verifySignature(m, s, [signer.publicKeyHex])));
-  const nobleUncached = rate(seconds, check((m, s) => noble.verify(Buffer.from(s, 'base64url'), Buffer.from(m), pub)));
+  const nodeUncached = rate(
+    seconds,
+    check((m, s) => verifySignature(m, s, [signer.publicKeyHex])),
+  );
+  const nobleUncached = rate(
+    seconds,
+    check((m, s) => noble.verify(Buffer.from(s, 'base64url'), Buffer.from(m), pub)),
+  );
   const cache = new LRUCache<string, { ok: true }>({ max: 1000 });
   for (const s of strings) cache.set(hash('sha256', `bot\n${botId}\n${s}`, 'base64'), { ok: true });
   const cached = rate(seconds, () => {
-    if (cache.get(hash('sha256', `bot\n${botId}\n${strings[k++ % strings.length]}`, 'base64')) === undefined) throw new Error('miss');
+    if (cache.get(hash('sha256', `bot\n${botId}\n${strings[k++ % strings.length]}`, 'base64')) === undefined)
+      throw new Error('miss');
   });
   return {
-    nodeUncached, nobleUncached, cached,
+    nodeUncached,
+    nobleUncached,
+    cached,
     rows: [
-      { implementation: 'node:crypto', path: 'uncached: parse + verify', 'checks/s/core': nodeUncached, 'µs/check': 1e6 / nodeUncached },
-      { implementation: '@noble/ed25519 3 (sync)', path: 'uncached: parse + verify', 'checks/s/core': nobleUncached, 'µs/check': 1e6 / nobleUncached },
-      { implementation: 'either', path: 'cached: SHA-256 + LRU lookup', 'checks/s/core': cached, 'µs/check': 1e6 / cached },
+      {
+        implementation: 'node:crypto',
+        path: 'uncached: parse + verify',
+        'checks/s/core': nodeUncached,
+        'µs/check': 1e6 / nodeUncached,
+      },
+      {
+        implementation: '@noble/ed25519 3 (sync)',
+        path: 'uncached: parse + verify',
+        'checks/s/core': nobleUncached,
+        'µs/check': 1e6 / nobleUncached,
+      },
+      {
+        implementation: 'either',
+        path: 'cached: SHA-256 + LRU lookup',
+        'checks/s/core': cached,
+        'µs/check': 1e6 / cached,
+      },
     ],
   };
 }

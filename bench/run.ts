@@ -10,8 +10,23 @@ import { preload } from './lib/preload.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
 const ALL = [
-  'ceiling', 'b-large', 'b-large-plan', 'b-large-10pct-invalid', 'b-small', 'b-small-live', 'b-small-users', 'b-small-pool', 'b-small-scraped', 'a-small',
-  'a-forged-flood', 'b-unknown-token-flood', 'a-gzip-flood', 'a-gzip-flood-one-address', 'a-new-sessions-flood', 'ed25519', 'b-large-50m',
+  'ceiling',
+  'b-large',
+  'b-large-plan',
+  'b-large-10pct-invalid',
+  'b-small',
+  'b-small-live',
+  'b-small-users',
+  'b-small-pool',
+  'b-small-scraped',
+  'a-small',
+  'a-forged-flood',
+  'b-unknown-token-flood',
+  'a-gzip-flood',
+  'a-gzip-flood-one-address',
+  'a-new-sessions-flood',
+  'ed25519',
+  'b-large-50m',
 ] as const;
 type Name = (typeof ALL)[number];
 
@@ -42,7 +57,8 @@ function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2);
-  for (const a of asked) if (!ALL.includes(a as Name)) throw new Error(`unknown scenario ${a}; known: ${ALL.join(', ')}`);
+  for (const a of asked)
+    if (!ALL.includes(a as Name)) throw new Error(`unknown scenario ${a}; known: ${ALL.join(', ')}`);
   const want = (n: Name) => asked.length === 0 || asked.includes(n);
   const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
   const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
@@ -57,7 +73,9 @@ async function main(): Promise<void> {
     process.stderr.write(`${s}\n`);
   };
   say(machineLine(pg.version));
-  say(`windows: ${warmupS} s warm-up, ${durationS} s measured; load generator, service and PostgreSQL share the machine`);
+  say(
+    `windows: ${warmupS} s warm-up, ${durationS} s measured; load generator, service and PostgreSQL share the machine`,
+  );
   let ceilingRowsPerS: number | null = null;
 
   try {
@@ -66,7 +84,13 @@ async function main(): Promise<void> {
       try {
         const c = await ceiling(db, { durationS });
         ceilingRowsPerS = c.rowsPerS;
-        rows.push({ scenario: 'ceiling (COPY 1000-row batches, 2 connections)', 'events/s': c.rowsPerS, 'pg cores': c.postgresCores, 'table rows': `${fmt(c.tableRowsBefore)} → ${fmt(c.tableRowsAfter)}`, '× ceiling': 1 });
+        rows.push({
+          scenario: 'ceiling (COPY 1000-row batches, 2 connections)',
+          'events/s': c.rowsPerS,
+          'pg cores': c.postgresCores,
+          'table rows': `${fmt(c.tableRowsBefore)} → ${fmt(c.tableRowsAfter)}`,
+          '× ceiling': 1,
+        });
         results.push({ name: 'ceiling', value: Math.round(c.rowsPerS), unit: 'rows/s' });
         say(`ceiling: ${fmt(c.rowsPerS)} rows/s`);
       } finally {
@@ -78,8 +102,16 @@ async function main(): Promise<void> {
     const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
     const largeVariants = [
       ['b-large', `b-large (bot_api, 1000-event batches, ${conns} conn)`, {}],
-      ['b-large-plan', 'b-large-plan (same, a tracking plan of 6 event schemas, mode block, every event valid)', { plan: benchPlan('block') }],
-      ['b-large-10pct-invalid', 'b-large-10pct-invalid (same, one event in ten rejected and quarantined)', { invalidEvery: 10 }],
+      [
+        'b-large-plan',
+        'b-large-plan (same, a tracking plan of 6 event schemas, mode block, every event valid)',
+        { plan: benchPlan('block') },
+      ],
+      [
+        'b-large-10pct-invalid',
+        'b-large-10pct-invalid (same, one event in ten rejected and quarantined)',
+        { invalidEvery: 10 },
+      ],
     ] as const;
     let largeEventsPerS: number | null = null;
     for (const [name, label, extra] of largeVariants) {
@@ -92,8 +124,10 @@ async function main(): Promise<void> {
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
         if (name === 'b-large') {
           largeEventsPerS = f.eventsPerS;
-          if (ceilingRowsPerS) results.push({ name: 'b-large_ratio_to_ceiling', value: f.eventsPerS / ceilingRowsPerS, unit: 'ratio' });
-        } else if (largeEventsPerS !== null) results.push({ name: `${name}_ratio_to_b-large`, value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
+          if (ceilingRowsPerS)
+            results.push({ name: 'b-large_ratio_to_ceiling', value: f.eventsPerS / ceilingRowsPerS, unit: 'ratio' });
+        } else if (largeEventsPerS !== null)
+          results.push({ name: `${name}_ratio_to_b-large`, value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
         say(`${name}: ${fmt(f.eventsPerS)} events/s`);
       } finally {
         await db.drop();
@@ -106,25 +140,61 @@ async function main(): Promise<void> {
     const smallVariants = [
       ['b-small', `b-small (bot_api, 10-event batches, ${smallConnections} conn)`, extraEnv, undefined],
       ['b-small-live', 'b-small-live (same, one live viewer watching)', extraEnv, undefined],
-      ['b-small-users', 'b-small-users (same, each event a user of a million, one users[] profile per request)', extraEnv, undefined],
-      ['b-small-pool', 'b-small-pool (same, every body through the worker pool)', { ...extraEnv, INLINE_MAX_BYTES: '0' }, undefined],
+      [
+        'b-small-users',
+        'b-small-users (same, each event a user of a million, one users[] profile per request)',
+        extraEnv,
+        undefined,
+      ],
+      [
+        'b-small-pool',
+        'b-small-pool (same, every body through the worker pool)',
+        { ...extraEnv, INLINE_MAX_BYTES: '0' },
+        undefined,
+      ],
       ['b-small-scraped', 'b-small-scraped (same as b-small, /metrics polled every 100 ms)', extraEnv, 100],
     ] as const;
     for (const [name, label, env, scrapeEveryMs] of smallVariants) {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await botApiScenario(label, db, { ...o, events: 10, connections: smallConnections, env, userChurn: name === 'b-small-users', viewer: name === 'b-small-live', ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }) });
+        const f = await botApiScenario(label, db, {
+          ...o,
+          events: 10,
+          connections: smallConnections,
+          env,
+          userChurn: name === 'b-small-users',
+          viewer: name === 'b-small-live',
+          ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }),
+        });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
         if (name === 'b-small') {
-          results.push({ name: 'small_server_cpu_per_request', value: Math.round((f.serverCores * 1e6) / f.requestsPerS), unit: 'us' });
-          results.push({ name: 'small_pg_cpu_per_request', value: Math.round((f.postgresCores * 1e6) / f.requestsPerS), unit: 'us' });
+          results.push({
+            name: 'small_server_cpu_per_request',
+            value: Math.round((f.serverCores * 1e6) / f.requestsPerS),
+            unit: 'us',
+          });
+          results.push({
+            name: 'small_pg_cpu_per_request',
+            value: Math.round((f.postgresCores * 1e6) / f.requestsPerS),
+            unit: 'us',
+          });
         }
-        if (name === 'b-small-live' && smallReqPerS.has('b-small')) results.push({ name: 'b-small-live_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
-        if (name === 'b-small-users' && smallReqPerS.has('b-small')) results.push({ name: 'b-small-users_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
+        if (name === 'b-small-live' && smallReqPerS.has('b-small'))
+          results.push({
+            name: 'b-small-live_ratio_to_b-small',
+            value: f.requestsPerS / smallReqPerS.get('b-small')!,
+            unit: 'ratio',
+          });
+        if (name === 'b-small-users' && smallReqPerS.has('b-small'))
+          results.push({
+            name: 'b-small-users_ratio_to_b-small',
+            value: f.requestsPerS / smallReqPerS.get('b-small')!,
+            unit: 'ratio',
+          });
         say(`${name}: ${fmt(f.requestsPerS)} req/s`);
       } finally {
         await db.drop();
@@ -134,12 +204,26 @@ async function main(): Promise<void> {
     if (want('a-small')) {
       const db = await freshDatabase(pg.url);
       try {
-        const f = await webappScenario('a-small (webapp, 10-event batches, 1000 users, 100 conn)', db, { ...o, events: 10, connections: 100, users: 1000 });
+        const f = await webappScenario('a-small (webapp, 10-event batches, 1000 users, 100 conn)', db, {
+          ...o,
+          events: 10,
+          connections: 100,
+          users: 1000,
+        });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: 'a-small_requests', value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: 'a-small_p99', value: f.p99Ms, unit: 'ms' });
-        results.push({ name: 'a-small_verify_cache_hit_ratio', value: Number(f.extra?.verifyCacheHitRatio ?? 0), unit: 'ratio' });
-        if (smallReqPerS.has('b-small')) results.push({ name: 'a-small_ratio_to_b-small', value: f.requestsPerS / smallReqPerS.get('b-small')!, unit: 'ratio' });
+        results.push({
+          name: 'a-small_verify_cache_hit_ratio',
+          value: Number(f.extra?.verifyCacheHitRatio ?? 0),
+          unit: 'ratio',
+        });
+        if (smallReqPerS.has('b-small'))
+          results.push({
+            name: 'a-small_ratio_to_b-small',
+            value: f.requestsPerS / smallReqPerS.get('b-small')!,
+            unit: 'ratio',
+          });
         say(`a-small: ${fmt(f.requestsPerS)} req/s`);
       } finally {
         await db.drop();
@@ -150,7 +234,11 @@ async function main(): Promise<void> {
     // Connections (valid, flood): the credential floods as before; the envelope floods as the issue
     // that asked for them measured them (32 beside 32); new sessions 16 beside a flood of 32.
     const floodConnections: Record<FloodKind, [number, number]> = {
-      'a-forged-flood': [64, 16], 'b-unknown-token-flood': [64, 16], 'a-gzip-flood': [32, 32], 'a-gzip-flood-one-address': [32, 32], 'a-new-sessions-flood': [16, 32],
+      'a-forged-flood': [64, 16],
+      'b-unknown-token-flood': [64, 16],
+      'a-gzip-flood': [32, 32],
+      'a-gzip-flood-one-address': [32, 32],
+      'a-new-sessions-flood': [16, 32],
     };
     for (const kind of Object.keys(FLOODS) as FloodKind[]) {
       if (!want(kind)) continue;
@@ -158,15 +246,28 @@ async function main(): Promise<void> {
       try {
         const [connections, floodConns] = floodConnections[kind];
         const f = await flood(kind, db, { ...o, connections, floodConnections: floodConns });
-        const answers = (a: Record<string, number>) => Object.entries(a).map(([s, n]) => `${s}: ${fmt(n)}`).join(', ');
+        const answers = (a: Record<string, number>) =>
+          Object.entries(a)
+            .map(([s, n]) => `${s}: ${fmt(n)}`)
+            .join(', ');
         floodRows.push({
-          scenario: f.name, 'valid req/s alone': f.aloneReqPerS, 'valid req/s flooded': f.floodedReqPerS, kept: f.kept,
-          'valid non-2xx': f.validNon2xx, 'valid answers': answers(f.validStatuses), 'flood req/s': f.floodReqPerS, 'flood answers': answers(f.floodStatuses),
-          'costly checks': f.costlyChecks, 'server cores': f.serverCores, 'flood driver cores': f.floodDriverCores,
+          scenario: f.name,
+          'valid req/s alone': f.aloneReqPerS,
+          'valid req/s flooded': f.floodedReqPerS,
+          kept: f.kept,
+          'valid non-2xx': f.validNon2xx,
+          'valid answers': answers(f.validStatuses),
+          'flood req/s': f.floodReqPerS,
+          'flood answers': answers(f.floodStatuses),
+          'costly checks': f.costlyChecks,
+          'server cores': f.serverCores,
+          'flood driver cores': f.floodDriverCores,
         });
         results.push({ name: `${kind}_kept`, value: f.kept, unit: 'ratio' });
         results.push({ name: `${kind}_valid_non2xx`, value: f.validNon2xx, unit: 'requests' });
-        say(`${kind}: valid traffic kept ${(f.kept * 100).toFixed(0)}% (${fmt(f.aloneReqPerS)} → ${fmt(f.floodedReqPerS)} req/s) under ${fmt(f.floodReqPerS)} flood req/s`);
+        say(
+          `${kind}: valid traffic kept ${(f.kept * 100).toFixed(0)}% (${fmt(f.aloneReqPerS)} → ${fmt(f.floodedReqPerS)} req/s) under ${fmt(f.floodReqPerS)} flood req/s`,
+        );
       } finally {
         await db.drop();
       }
@@ -182,10 +283,15 @@ async function main(): Promise<void> {
           await preload(db, ids, total);
           say(`preloaded in ${fmt((performance.now() - started) / 1000)} s`);
         };
-        const f = await botApiScenario(`b-large-50m (b-large on a table preloaded with ${fmt(total / 1e6)}M rows over two months)`, db, { ...o, events: 1000, connections: conns, prepare });
+        const f = await botApiScenario(
+          `b-large-50m (b-large on a table preloaded with ${fmt(total / 1e6)}M rows over two months)`,
+          db,
+          { ...o, events: 1000, connections: conns, prepare },
+        );
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: 'b-large-50m_events', value: Math.round(f.eventsPerS), unit: 'events/s' });
-        if (largeEventsPerS !== null) results.push({ name: 'b-large-50m_ratio_to_b-large', value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
+        if (largeEventsPerS !== null)
+          results.push({ name: 'b-large-50m_ratio_to_b-large', value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
         say(`b-large-50m: ${fmt(f.eventsPerS)} events/s`);
       } finally {
         await db.drop();
@@ -205,8 +311,36 @@ async function main(): Promise<void> {
       '',
       ...out.slice(0, 2),
       '',
-      table('Throughput (events/s of 2xx responses; cores = CPU seconds per second)', rows, Object.keys(figuresRow({ name: '', requestsPerS: 0, eventsPerS: 0, p50Ms: 0, p99Ms: 0, failed: 0, rowsPerCommit: 0, commitMs: 0, serverCores: 0, mainThreadCores: 0, postgresCores: 0, loadGeneratorCores: 0, machineCores: 0, peakRssMiB: 0, tableRowsBefore: 0, tableRowsAfter: 0 }, 1))),
-      floodRows.length > 0 ? table('Floods (valid traffic alone, then beside the flood; same service, same run)', floodRows) : '',
+      table(
+        'Throughput (events/s of 2xx responses; cores = CPU seconds per second)',
+        rows,
+        Object.keys(
+          figuresRow(
+            {
+              name: '',
+              requestsPerS: 0,
+              eventsPerS: 0,
+              p50Ms: 0,
+              p99Ms: 0,
+              failed: 0,
+              rowsPerCommit: 0,
+              commitMs: 0,
+              serverCores: 0,
+              mainThreadCores: 0,
+              postgresCores: 0,
+              loadGeneratorCores: 0,
+              machineCores: 0,
+              peakRssMiB: 0,
+              tableRowsBefore: 0,
+              tableRowsAfter: 0,
+            },
+            1,
+          ),
+        ),
+      ),
+      floodRows.length > 0
+        ? table('Floods (valid traffic alone, then beside the flood; same service, same run)', floodRows)
+        : '',
       edRows.length > 0 ? table('initData checks per second on one core (ed25519)', edRows) : '',
       resultLines(results),
     ].join('\n');

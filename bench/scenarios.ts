@@ -5,7 +5,16 @@ import { processBotApiBatch } from '../src/pipeline/batch.js';
 import { COPY_EVENTS } from '../src/writer/statements.js';
 import { WireConnection } from '../src/writer/wire.js';
 import { WebSocket } from 'ws';
-import { adminCall, ADMIN_TOKEN, type Database, provision, scrape, type Service, startService, tableRows } from './lib/env.js';
+import {
+  adminCall,
+  ADMIN_TOKEN,
+  type Database,
+  provision,
+  scrape,
+  type Service,
+  startService,
+  tableRows,
+} from './lib/env.js';
 import { load, type LoadResult } from './lib/load.js';
 import { event, runTail, serverBatch, slotsIn, stamp, template } from './lib/payloads.js';
 import { cpuWindow, peakRssMiB } from './lib/proc.js';
@@ -36,7 +45,14 @@ export interface RunOptions {
   warmupS: number;
 }
 
-async function measure(name: string, db: Database, svc: Service, events: number, o: RunOptions, driver: (durationS: number) => Promise<LoadResult>): Promise<Figures> {
+async function measure(
+  name: string,
+  db: Database,
+  svc: Service,
+  events: number,
+  o: RunOptions,
+  driver: (durationS: number) => Promise<LoadResult>,
+): Promise<Figures> {
   // Every scenario starts clean: the previous one's dirty pages are written now, not by a
   // checkpoint during this one's window.
   await db.sql`CHECKPOINT`;
@@ -47,9 +63,14 @@ async function measure(name: string, db: Database, svc: Service, events: number,
   const used = cpu.stop();
   const after = await tableRows(db.sql);
   const m = await scrape(svc.url);
-  const commits = (m.get('tg_ingest_commit_rows_count{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_rows_count{path="staging"}') ?? 0);
-  const committed = (m.get('tg_ingest_commit_rows_sum{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_rows_sum{path="staging"}') ?? 0);
-  const commitSeconds = (m.get('tg_ingest_commit_duration_seconds_sum{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_duration_seconds_sum{path="staging"}') ?? 0);
+  const commits =
+    (m.get('tg_ingest_commit_rows_count{path="copy"}') ?? 0) +
+    (m.get('tg_ingest_commit_rows_count{path="staging"}') ?? 0);
+  const committed =
+    (m.get('tg_ingest_commit_rows_sum{path="copy"}') ?? 0) + (m.get('tg_ingest_commit_rows_sum{path="staging"}') ?? 0);
+  const commitSeconds =
+    (m.get('tg_ingest_commit_duration_seconds_sum{path="copy"}') ?? 0) +
+    (m.get('tg_ingest_commit_duration_seconds_sum{path="staging"}') ?? 0);
   return {
     commitMs: (commitSeconds * 1000) / Math.max(1, commits),
     rowsPerCommit: committed / Math.max(1, commits),
@@ -70,24 +91,37 @@ async function measure(name: string, db: Database, svc: Service, events: number,
   };
 }
 
-/** bot_api with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per request. */
-export async function botApiScenario(name: string, db: Database, o: RunOptions & {
-  events: number; connections: number; env?: Record<string, string>; scrapeEveryMs?: number; userChurn?: boolean;
-  /** A tracking plan to put in force first. */
-  plan?: Record<string, unknown>;
-  /** Every n-th event invalid (quarantined). */
-  invalidEvery?: number;
-  /** One live viewer watching the project throughout. */
-  viewer?: boolean;
-  /** Runs once the project exists, before the warm-up (b-large-50m preloads its table). */
-  prepare?: (ids: { projectId: string; botId: string }) => Promise<void>;
-}): Promise<Figures> {
+/**
+ * bot_api with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per
+ * request.
+ */
+export async function botApiScenario(
+  name: string,
+  db: Database,
+  o: RunOptions & {
+    events: number;
+    connections: number;
+    env?: Record<string, string>;
+    scrapeEveryMs?: number;
+    userChurn?: boolean;
+    /** A tracking plan to put in force first. */
+    plan?: Record<string, unknown>;
+    /** Every n-th event invalid (quarantined). */
+    invalidEvery?: number;
+    /** One live viewer watching the project throughout. */
+    viewer?: boolean;
+    /** Runs once the project exists, before the warm-up (b-large-50m preloads its table). */
+    prepare?: (ids: { projectId: string; botId: string }) => Promise<void>;
+  },
+): Promise<Figures> {
   const svc = await startService(db.url, o.env);
   // A Prometheus-like scraper polling /metrics throughout, to show what counting costs.
   let scraping = o.scrapeEveryMs !== undefined;
   const scraper = (async () => {
     while (scraping) {
-      await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text()).catch(() => undefined);
+      await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        .then((r) => r.text())
+        .catch(() => undefined);
       await new Promise((r) => setTimeout(r, o.scrapeEveryMs));
     }
   })();
@@ -98,11 +132,19 @@ export async function botApiScenario(name: string, db: Database, o: RunOptions &
     const viewer = o.viewer ? await watch(svc.url, projectId) : null;
     const tail = runTail();
     // Several templates, so consecutive requests differ in users and names as real traffic does.
-    const templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.events, { tail, users: 20_000, ...(o.invalidEvery === undefined ? {} : { invalidEvery: o.invalidEvery }) }, k * o.events));
+    const templates = Array.from({ length: 8 }, (_, k) =>
+      serverBatch(
+        o.events,
+        { tail, users: 20_000, ...(o.invalidEvery === undefined ? {} : { invalidEvery: o.invalidEvery }) },
+        k * o.events,
+      ),
+    );
     let counter = 0;
     const body = o.userChurn ? churnBody(templates) : () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
-    const f = await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }));
+    const f = await measure(name, db, svc, o.events, o, (durationS) =>
+      load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }),
+    );
     if (viewer !== null) {
       f.extra = { 'live messages': viewer.messages(), 'live skipped': viewer.skipped() };
       viewer.close();
@@ -120,7 +162,10 @@ export async function botApiScenario(name: string, db: Database, o: RunOptions &
 }
 
 /** A live viewer of the project, counting what it receives. */
-async function watch(base: string, projectId: string): Promise<{ messages(): number; skipped(): number; close(): void }> {
+async function watch(
+  base: string,
+  projectId: string,
+): Promise<{ messages(): number; skipped(): number; close(): void }> {
   const ws = new WebSocket(`${base.replace('http', 'ws')}/admin/live?projectId=${projectId}`);
   let messages = 0;
   let skipped = 0;
@@ -174,22 +219,37 @@ function churnBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
 }
 
 /** webapp: many users, each reusing its initData across batches. */
-export async function webappScenario(name: string, db: Database, o: RunOptions & { events: number; connections: number; users: number }): Promise<Figures> {
+export async function webappScenario(
+  name: string,
+  db: Database,
+  o: RunOptions & { events: number; connections: number; users: number },
+): Promise<Figures> {
   const signer = newSigner();
   const svc = await startService(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
   try {
     const messengerBotId = 8000001;
     const { botId } = await provision(svc.url, messengerBotId);
     const tail = runTail();
-    const templates = Array.from({ length: o.users }, (_, u) => template({
-      botId,
-      auth: { initData: makeInitData(signer, { messengerBotId, user: { id: 200_000_000 + u, first_name: `User ${u}`, username: `user${u}`, language_code: 'en' } }) },
-      events: Array.from({ length: o.events }, (_, i) => event(u * o.events + i, { tail, users: o.users, webapp: true })),
-    }));
+    const templates = Array.from({ length: o.users }, (_, u) =>
+      template({
+        botId,
+        auth: {
+          initData: makeInitData(signer, {
+            messengerBotId,
+            user: { id: 200_000_000 + u, first_name: `User ${u}`, username: `user${u}`, language_code: 'en' },
+          }),
+        },
+        events: Array.from({ length: o.events }, (_, i) =>
+          event(u * o.events + i, { tail, users: o.users, webapp: true }),
+        ),
+      }),
+    );
     let counter = 0;
     const body = () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json' };
-    const f = await measure(name, db, svc, o.events, o, (durationS) => load({ url: `${svc.url}/tg/webapp`, headers, connections: o.connections, durationS, body }));
+    const f = await measure(name, db, svc, o.events, o, (durationS) =>
+      load({ url: `${svc.url}/tg/webapp`, headers, connections: o.connections, durationS, body }),
+    );
     const m = await scrape(svc.url);
     const hits = m.get('tg_ingest_cache_requests_total{cache="initdata",result="hit"}') ?? 0;
     const misses = m.get('tg_ingest_cache_requests_total{cache="initdata",result="miss"}') ?? 0;
@@ -201,7 +261,10 @@ export async function webappScenario(name: string, db: Database, o: RunOptions &
 }
 
 /** PostgreSQL alone: the same rows, COPY in 1000-row batches over 2 connections into the same table. */
-export async function ceiling(db: Database, o: { durationS: number; batchRows?: number; connections?: number; maxRows?: number }): Promise<{ rowsPerS: number; rows: number; postgresCores: number; tableRowsBefore: number; tableRowsAfter: number }> {
+export async function ceiling(
+  db: Database,
+  o: { durationS: number; batchRows?: number; connections?: number; maxRows?: number },
+): Promise<{ rowsPerS: number; rows: number; postgresCores: number; tableRowsBefore: number; tableRowsAfter: number }> {
   const batchRows = o.batchRows ?? 1000;
   const [{ project_id: projectId, bot_id: botId }] = await db.sql<{ project_id: string; bot_id: string }[]>`
     WITH p AS (INSERT INTO projects (name) VALUES ('ceiling') RETURNING project_id)
@@ -209,28 +272,50 @@ export async function ceiling(db: Database, o: { durationS: number; batchRows?: 
   const tail = runTail();
   const copyTemplates = Array.from({ length: 8 }, (_, k) => {
     const t = serverBatch(batchRows, { tail, users: 20_000 }, k * batchRows);
-    const r = processBotApiBatch(JSON.parse(t.buf.toString()), { projectId: projectId!, botId: botId!, receivedAt: new Date().toISOString(), channel: 'bot_api', connection: 'bench', userId: null });
+    const r = processBotApiBatch(JSON.parse(t.buf.toString()), {
+      projectId: projectId!,
+      botId: botId!,
+      receivedAt: new Date().toISOString(),
+      channel: 'bot_api',
+      connection: 'bench',
+      userId: null,
+    });
     if (!r.ok) throw new Error('template refused');
     const text = Buffer.from(r.batch.rows);
     return { buf: text, slots: slotsIn(text, tail) };
   });
   // The writer's own client: the ceiling differs from the service only by what the service does.
-  const conns = await Promise.all(Array.from({ length: o.connections ?? 2 }, () => WireConnection.connect({ url: db.url, applicationName: 'bench ceiling', connectTimeoutMs: 5000 })));
+  const conns = await Promise.all(
+    Array.from({ length: o.connections ?? 2 }, () =>
+      WireConnection.connect({ url: db.url, applicationName: 'bench ceiling', connectTimeoutMs: 5000 }),
+    ),
+  );
   const before = await tableRows(db.sql);
   let counter = 0;
   let rows = 0;
   const cpu = cpuWindow(process.pid);
   const started = performance.now();
   const deadline = started + o.durationS * 1000;
-  await Promise.all(conns.map(async (sql) => {
-    while (performance.now() < deadline && (o.maxRows === undefined || rows < o.maxRows)) {
-      const [r] = await sql.script([{ sql: COPY_EVENTS }, { copyData: stamp(copyTemplates[counter % copyTemplates.length]!, counter++) }]);
-      if (r!.error !== null) throw r!.error;
-      rows += batchRows;
-    }
-  }));
+  await Promise.all(
+    conns.map(async (sql) => {
+      while (performance.now() < deadline && (o.maxRows === undefined || rows < o.maxRows)) {
+        const [r] = await sql.script([
+          { sql: COPY_EVENTS },
+          { copyData: stamp(copyTemplates[counter % copyTemplates.length]!, counter++) },
+        ]);
+        if (r!.error !== null) throw r!.error;
+        rows += batchRows;
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   const used = cpu.stop();
   for (const c of conns) c.close();
-  return { rowsPerS: rows / seconds, rows, postgresCores: used.postgresCores, tableRowsBefore: before, tableRowsAfter: await tableRows(db.sql) };
+  return {
+    rowsPerS: rows / seconds,
+    rows,
+    postgresCores: used.postgresCores,
+    tableRowsBefore: before,
+    tableRowsAfter: await tableRows(db.sql),
+  };
 }

@@ -31,20 +31,35 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const onReply = (req: Request, reply: Reply, ms: number) => {
     const group = routeGroup(req.path);
     parts.metrics.request(group, reply.status, ms / 1000);
-    if (reply.status === 429 && (reply.body as { error?: string } | undefined)?.error === 'auth_rate_limited') parts.metrics.authLimitedOn(group);
-    if (log.isLevelEnabled('debug')) log.debug({ requestId: req.requestId, method: req.method, path: req.path, status: reply.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    if (reply.status === 429 && (reply.body as { error?: string } | undefined)?.error === 'auth_rate_limited')
+      parts.metrics.authLimitedOn(group);
+    if (log.isLevelEnabled('debug'))
+      log.debug(
+        {
+          requestId: req.requestId,
+          method: req.method,
+          path: req.path,
+          status: reply.status,
+          ms: Math.round(ms * 10) / 10,
+        },
+        'request',
+      );
   };
   const serverOptions = {
     maxBodyBytes: config.maxBodyBytes,
     bodyBudget: parts.bodyBudget,
     tarpit: parts.tarpit,
     trustProxy: config.trustProxy,
-    onError: (req: Request, err: unknown) => log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
+    onError: (req: Request, err: unknown) =>
+      log.error({ requestId: req.requestId, path: req.path, err }, 'request failed'),
     onReply,
   };
   const webappPaths = new Set<string>(PATHS.webapp);
   const cors = { origins: config.corsAllowOrigins };
-  const server = new HttpServer({ ...serverOptions, baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined) });
+  const server = new HttpServer({
+    ...serverOptions,
+    baseHeaders: (req) => (webappPaths.has(req.path) ? corsHeaders(req, cors) : undefined),
+  });
   // /admin and /metrics on a listener of their own when ADMIN_PORT is set; on the main one otherwise.
   const adminServer = config.adminPort === null ? server : new HttpServer(serverOptions);
   const servers = adminServer === server ? [server] : [server, adminServer];

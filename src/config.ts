@@ -84,7 +84,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, detail: string) {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
     super(`${variable}: ${detail}`);
     this.name = 'ConfigError';
   }
@@ -117,10 +120,14 @@ function positiveNumber(env: Env, name: string, fallback: number): number {
 function publicKeys(env: Env): string[] {
   const v = raw(env, 'INITDATA_PUBLIC_KEYS');
   if (v === undefined) return [MESSENGER_PRODUCTION_KEY];
-  const keys = v.split(',').map((k) => k.trim().toLowerCase()).filter((k) => k !== '');
+  const keys = v
+    .split(',')
+    .map((k) => k.trim().toLowerCase())
+    .filter((k) => k !== '');
   if (keys.length === 0) throw new ConfigError('INITDATA_PUBLIC_KEYS', 'must list at least one key');
   for (const k of keys) {
-    if (!/^[0-9a-f]{64}$/.test(k)) throw new ConfigError('INITDATA_PUBLIC_KEYS', `"${k}" is not a 32-byte hex Ed25519 public key`);
+    if (!/^[0-9a-f]{64}$/.test(k))
+      throw new ConfigError('INITDATA_PUBLIC_KEYS', `"${k}" is not a 32-byte hex Ed25519 public key`);
   }
   return keys;
 }
@@ -152,7 +159,8 @@ function hostName(env: Env, name: string, fallback: string): string;
 function hostName(env: Env, name: string, fallback: null): string | null;
 function hostName(env: Env, name: string, fallback: string | null): string | null {
   const host = raw(env, name) ?? fallback;
-  if (host !== null && !/^[A-Za-z0-9.:_-]+$/.test(host)) throw new ConfigError(name, `is not a host name or address: "${host}"`);
+  if (host !== null && !/^[A-Za-z0-9.:_-]+$/.test(host))
+    throw new ConfigError(name, `is not a host name or address: "${host}"`);
   return host;
 }
 
@@ -165,13 +173,22 @@ export function dataDir(env: Env = process.env): string {
 export function readCliEnv(env: Env = process.env) {
   const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
   const adminUrl = raw(env, 'ADMIN_URL') ?? null;
-  return { dataDir: dataDir(env), adminToken, adminUrl: adminUrl?.replace(/\/+$/, '') ?? null, port: integer(env, 'PORT', 8080, 0, 65535), databaseUrl: databaseUrl(env) };
+  return {
+    dataDir: dataDir(env),
+    adminToken,
+    adminUrl: adminUrl?.replace(/\/+$/, '') ?? null,
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    databaseUrl: databaseUrl(env),
+  };
 }
 
 function origins(env: Env): string[] {
   const v = raw(env, 'CORS_ALLOW_ORIGINS');
   if (v === undefined) return ['*'];
-  const list = v.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  const list = v
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
   for (const o of list) {
     if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) {
       throw new ConfigError('CORS_ALLOW_ORIGINS', `"${o}" is not "*" or an origin such as https://app.example.com`);
@@ -182,13 +199,16 @@ function origins(env: Env): string[] {
 
 export function readConfig(env: Env = process.env): Readonly<Config> {
   const logLevel = (raw(env, 'LOG_LEVEL') ?? 'info') as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
-  if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  if (adminToken !== null && adminToken.length < 16)
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   const host = hostName(env, 'HOST', '0.0.0.0');
   const adminPort = raw(env, 'ADMIN_PORT') === undefined ? null : integer(env, 'ADMIN_PORT', 0, 0, 65535);
   const adminHostSet = hostName(env, 'ADMIN_HOST', null);
-  if (adminHostSet !== null && adminPort === null) throw new ConfigError('ADMIN_PORT', 'must be set when ADMIN_HOST is');
+  if (adminHostSet !== null && adminPort === null)
+    throw new ConfigError('ADMIN_PORT', 'must be set when ADMIN_HOST is');
   const adminHost = adminHostSet ?? (adminPort === null ? null : '127.0.0.1');
 
   const config: Config = {
@@ -205,7 +225,13 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     logLevel,
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     webappMaxBodyBytes: integer(env, 'WEBAPP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    maxInflightBodyBytes: integer(env, 'MAX_INFLIGHT_BODY_BYTES', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    maxInflightBodyBytes: integer(
+      env,
+      'MAX_INFLIGHT_BODY_BYTES',
+      256 * 1024 * 1024,
+      1024 * 1024,
+      64 * 1024 * 1024 * 1024,
+    ),
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', 64, 8, 1000),
     maxProfilesPerRequest: integer(env, 'MAX_PROFILES_PER_REQUEST', 1000, 1, 100_000),
     webappEnvelopeMaxBytes: integer(env, 'WEBAPP_ENVELOPE_MAX_BYTES', 64 * 1024, 1024, 1024 * 1024),
@@ -223,7 +249,8 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     adminHost,
     adminPort,
     // At least 1: deduplication looks back into the previous month's partition.
-    eventsRetentionMonths: raw(env, 'EVENTS_RETENTION_MONTHS') === undefined ? null : integer(env, 'EVENTS_RETENTION_MONTHS', 0, 1, 1200),
+    eventsRetentionMonths:
+      raw(env, 'EVENTS_RETENTION_MONTHS') === undefined ? null : integer(env, 'EVENTS_RETENTION_MONTHS', 0, 1, 1200),
     quarantineMaxEvents: integer(env, 'QUARANTINE_MAX_EVENTS', 100_000, 1, 100_000_000),
     quarantineMaxBytes: integer(env, 'QUARANTINE_MAX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 4),
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),

@@ -7,8 +7,13 @@ const LOCK = 'tg-ingest.pid';
 const RUNTIME = 'service.json';
 
 export class DataDirInUse extends Error {
-  constructor(readonly dir: string, readonly pid: number) {
-    super(`DATA_DIR ${dir} is in use by process ${pid} (another tg-ingest); stop it, or give this instance a DATA_DIR of its own`);
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+  ) {
+    super(
+      `DATA_DIR ${dir} is in use by process ${pid} (another tg-ingest); stop it, or give this instance a DATA_DIR of its own`,
+    );
     this.name = 'DataDirInUse';
   }
 }
@@ -31,7 +36,10 @@ export interface DataDirLock {
   release(): void;
 }
 
-/** Takes DATA_DIR for this process, or throws DataDirInUse naming the live holder. A lock left by a killed process is taken over. */
+/**
+ * Takes DATA_DIR for this process, or throws DataDirInUse naming the live holder. A lock left by a killed process is
+ * taken over.
+ */
 export function lockDataDir(dir: string): DataDirLock {
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   const path = join(dir, LOCK);
@@ -42,7 +50,8 @@ export function lockDataDir(dir: string): DataDirLock {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw err;
       const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) throw new DataDirInUse(dir, holder);
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder))
+        throw new DataDirInUse(dir, holder);
       rmSync(path, { force: true });
     }
   }

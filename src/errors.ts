@@ -12,8 +12,14 @@ export const ERRORS = {
   bot_id_invalid: { status: 400, message: '"botId" must be a UUID.' },
   invalid_gzip: { status: 400, message: 'The gzip body could not be decompressed.' },
   bad_request: { status: 400, message: 'The request is invalid.' },
-  too_many_profiles: { status: 400, message: '"users" holds more profiles than a request may carry (MAX_PROFILES_PER_REQUEST).' },
-  storage_refused: { status: 400, message: 'The database refused to store these events; nothing of this request was stored.' },
+  too_many_profiles: {
+    status: 400,
+    message: '"users" holds more profiles than a request may carry (MAX_PROFILES_PER_REQUEST).',
+  },
+  storage_refused: {
+    status: 400,
+    message: 'The database refused to store these events; nothing of this request was stored.',
+  },
   // 401: who is calling could not be established.
   api_key_missing: { status: 401, message: 'The X-API-Key header is missing.' },
   api_key_invalid: { status: 401, message: 'The API key is unknown or revoked.' },
@@ -26,7 +32,10 @@ export const ERRORS = {
   initdata_signature_invalid: { status: 401, message: 'The signature of auth.initData is not valid for this bot.' },
   initdata_expired: { status: 401, message: 'auth.initData has expired; open the mini-app again for a fresh one.' },
   initdata_from_future: { status: 401, message: 'The auth_date of auth.initData lies in the future.' },
-  admin_unauthorized: { status: 401, message: 'A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).' },
+  admin_unauthorized: {
+    status: 401,
+    message: 'A valid admin token is required (Authorization: Bearer <ADMIN_TOKEN>).',
+  },
   // 402, 403, 409: the account's state refuses the request until someone changes it.
   allowance_exhausted: { status: 402, message: "The project's event allowance for this month is exhausted." },
   api_ingest_disabled: { status: 403, message: "API ingestion is switched off in the bot's settings." },
@@ -38,15 +47,27 @@ export const ERRORS = {
   not_found: { status: 404, message: 'Not found.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.' },
   payload_too_large: { status: 413, message: 'The body exceeds the size limit.' },
-  unsupported_media_type: { status: 415, message: 'The body must be JSON (Content-Type application/json; the webapp endpoint also takes text/plain).' },
+  unsupported_media_type: {
+    status: 415,
+    message: 'The body must be JSON (Content-Type application/json; the webapp endpoint also takes text/plain).',
+  },
   unsupported_encoding: { status: 415, message: 'Content-Encoding must be gzip or identity.' },
   rate_limited: { status: 429, message: 'Request rate exceeded; retry after the delay in Retry-After.' },
-  auth_rate_limited: { status: 429, message: 'Too many failed authentication attempts; retry after the delay in Retry-After.' },
+  auth_rate_limited: {
+    status: 429,
+    message: 'Too many failed authentication attempts; retry after the delay in Retry-After.',
+  },
   messenger_bot_id_taken: { status: 409, message: 'Another bot already has this messengerBotId.' },
   // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
   internal: { status: 500, message: 'Internal error.' },
-  overloaded: { status: 503, message: 'The service has more work in hand than it accepts at once; retry after the delay in Retry-After.' },
-  unavailable: { status: 503, message: 'The service is temporarily unavailable; retry after the delay in Retry-After.' },
+  overloaded: {
+    status: 503,
+    message: 'The service has more work in hand than it accepts at once; retry after the delay in Retry-After.',
+  },
+  unavailable: {
+    status: 503,
+    message: 'The service is temporarily unavailable; retry after the delay in Retry-After.',
+  },
   shutting_down: { status: 503, message: 'The service is restarting; retry after the delay in Retry-After.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -81,7 +102,10 @@ export class HttpError extends Error {
   readonly retryAfterS: number | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(readonly code: ErrorCode, opts: HttpErrorOptions = {}) {
+  constructor(
+    readonly code: ErrorCode,
+    opts: HttpErrorOptions = {},
+  ) {
     // A refusal is an answer, not a fault: nothing logs its stack, and capturing one was about a
     // tenth of the CPU a 401 or 429 costs under a credential flood.
     const depth = Error.stackTraceLimit;

@@ -11,7 +11,15 @@ export function createLogger(level: LogLevel): Logger {
     base: { service: 'tg-ingest' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: ['token', 'adminToken', 'initData', 'headers["x-api-key"]', 'headers.authorization', '*.token', '*.initData'],
+      paths: [
+        'token',
+        'adminToken',
+        'initData',
+        'headers["x-api-key"]',
+        'headers.authorization',
+        '*.token',
+        '*.initData',
+      ],
       censor: '[redacted]',
     },
   });

@@ -78,13 +78,18 @@ async function main(): Promise<void> {
   };
   // A promise no code awaited failed: a bug, logged. Node would end the process, and with it every
   // request in flight, for what one request's data caused.
-  process.on('unhandledRejection', (err: unknown) => log.error({ err }, 'unhandled rejection (a bug; the service goes on)'));
+  process.on('unhandledRejection', (err: unknown) =>
+    log.error({ err }, 'unhandled rejection (a bug; the service goes on)'),
+  );
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
   let databaseUrl = config.databaseUrl;
   if (databaseUrl === null) {
-    embedded = await EmbeddedPostgres.start({ dir: config.dataDir, log: { info: (msg) => log.info(msg), error: (msg) => log.error(msg) } });
+    embedded = await EmbeddedPostgres.start({
+      dir: config.dataDir,
+      log: { info: (msg) => log.info(msg), error: (msg) => log.error(msg) },
+    });
     databaseUrl = embedded.serviceUrl;
   }
   const admin = loadAdminToken(config.adminToken, config.dataDir);
@@ -96,9 +101,19 @@ async function main(): Promise<void> {
     await app.shutdown();
     return;
   }
-  const adminUrl = app.adminPort === null ? localUrl(config.host, app.port) : localUrl(config.adminHost!, app.adminPort);
+  const adminUrl =
+    app.adminPort === null ? localUrl(config.host, app.port) : localUrl(config.adminHost!, app.adminPort);
   if (lock !== null) writeRuntime(config.dataDir, { pid: process.pid, adminUrl });
-  log.info({ host: config.host, port: app.port, adminPort: app.adminPort, workers: config.workers, embeddedDatabase: embedded !== null }, `listening on http://${config.host}:${app.port}`);
+  log.info(
+    {
+      host: config.host,
+      port: app.port,
+      adminPort: app.adminPort,
+      workers: config.workers,
+      embeddedDatabase: embedded !== null,
+    },
+    `listening on http://${config.host}:${app.port}`,
+  );
   if (log.isLevelEnabled('info')) process.stderr.write(firstSteps(config, adminUrl, admin.path, embedded !== null));
 }
 

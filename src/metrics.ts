@@ -7,7 +7,14 @@ import { type Endpoint, ENDPOINTS, ROUTE_GROUPS, type RouteGroup } from './endpo
 import { DIAGNOSTICS, type DiagnosticCounts, PLAN_CODES } from './pipeline/diagnostics.js';
 
 export type Outcome = 'accepted' | 'rejected' | 'duplicated' | 'stored' | 'stored_not_billed' | 'redelivered';
-const OUTCOMES: readonly Outcome[] = ['accepted', 'rejected', 'duplicated', 'stored', 'stored_not_billed', 'redelivered'];
+const OUTCOMES: readonly Outcome[] = [
+  'accepted',
+  'rejected',
+  'duplicated',
+  'stored',
+  'stored_not_billed',
+  'redelivered',
+];
 
 export interface CacheCounts {
   hits: number;
@@ -59,38 +66,171 @@ export class Metrics {
   constructor(probes: Probes) {
     const r = this.registry;
     client.collectDefaultMetrics({ register: r });
-    this.requests = new client.Counter({ name: 'tg_ingest_http_requests_total', help: 'HTTP requests answered, by endpoint and status.', labelNames: ['endpoint', 'status'], registers: [r] });
-    const duration = new client.Histogram({ name: 'tg_ingest_http_request_duration_seconds', help: 'Time from request to reply, by endpoint.', labelNames: ['endpoint'], buckets: SECONDS, registers: [r] });
+    this.requests = new client.Counter({
+      name: 'tg_ingest_http_requests_total',
+      help: 'HTTP requests answered, by endpoint and status.',
+      labelNames: ['endpoint', 'status'],
+      registers: [r],
+    });
+    const duration = new client.Histogram({
+      name: 'tg_ingest_http_request_duration_seconds',
+      help: 'Time from request to reply, by endpoint.',
+      labelNames: ['endpoint'],
+      buckets: SECONDS,
+      registers: [r],
+    });
     this.durations = Object.fromEntries(ROUTE_GROUPS.map((e) => [e, duration.labels(e)])) as never;
-    const events = new client.Counter({ name: 'tg_ingest_events_total', help: 'Events by endpoint and outcome: accepted, rejected, duplicated (within a request), stored, stored_not_billed, redelivered.', labelNames: ['endpoint', 'outcome'], registers: [r] });
-    this.events = Object.fromEntries(ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, events.labels(e, o)]))])) as never;
-    const diag = new client.Counter({ name: 'tg_ingest_diagnostics_total', help: 'Diagnostics by code and severity (an error rejects an event).', labelNames: ['code', 'severity'], registers: [r] });
-    this.diagnostics = Object.fromEntries(Object.entries(DIAGNOSTICS).flatMap(([code, d]) =>
-      (PLAN_CODES.has(code as keyof typeof DIAGNOSTICS) ? (['warning', 'error'] as const) : [d.severity]).map((sev) => [`${code}/${sev}`, diag.labels(code, sev)])));
-    const size = new client.Histogram({ name: 'tg_ingest_batch_events', help: 'Events per request.', labelNames: ['endpoint'], buckets: SIZE_BUCKETS, registers: [r] });
+    const events = new client.Counter({
+      name: 'tg_ingest_events_total',
+      help: 'Events by endpoint and outcome: accepted, rejected, duplicated (within a request), stored, stored_not_billed, redelivered.',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [r],
+    });
+    this.events = Object.fromEntries(
+      ENDPOINTS.map((e) => [e, Object.fromEntries(OUTCOMES.map((o) => [o, events.labels(e, o)]))]),
+    ) as never;
+    const diag = new client.Counter({
+      name: 'tg_ingest_diagnostics_total',
+      help: 'Diagnostics by code and severity (an error rejects an event).',
+      labelNames: ['code', 'severity'],
+      registers: [r],
+    });
+    this.diagnostics = Object.fromEntries(
+      Object.entries(DIAGNOSTICS).flatMap(([code, d]) =>
+        (PLAN_CODES.has(code as keyof typeof DIAGNOSTICS) ? (['warning', 'error'] as const) : [d.severity]).map(
+          (sev) => [`${code}/${sev}`, diag.labels(code, sev)],
+        ),
+      ),
+    );
+    const size = new client.Histogram({
+      name: 'tg_ingest_batch_events',
+      help: 'Events per request.',
+      labelNames: ['endpoint'],
+      buckets: SIZE_BUCKETS,
+      registers: [r],
+    });
     this.batchSize = Object.fromEntries(ENDPOINTS.map((e) => [e, size.labels(e)])) as never;
-    this.commitRows = new client.Histogram({ name: 'tg_ingest_commit_rows', help: 'Rows per group commit, by path (copy: straight COPY; staging: the batch met stored rows).', labelNames: ['path'], buckets: ROW_BUCKETS, registers: [r] });
-    this.commitSeconds = new client.Histogram({ name: 'tg_ingest_commit_duration_seconds', help: 'Duration of a group commit, by path.', labelNames: ['path'], buckets: SECONDS, registers: [r] });
-    const limited = new client.Counter({ name: 'tg_ingest_rate_limited_total', help: 'Requests refused with 429 rate_limited, by endpoint.', labelNames: ['endpoint'], registers: [r] });
+    this.commitRows = new client.Histogram({
+      name: 'tg_ingest_commit_rows',
+      help: 'Rows per group commit, by path (copy: straight COPY; staging: the batch met stored rows).',
+      labelNames: ['path'],
+      buckets: ROW_BUCKETS,
+      registers: [r],
+    });
+    this.commitSeconds = new client.Histogram({
+      name: 'tg_ingest_commit_duration_seconds',
+      help: 'Duration of a group commit, by path.',
+      labelNames: ['path'],
+      buckets: SECONDS,
+      registers: [r],
+    });
+    const limited = new client.Counter({
+      name: 'tg_ingest_rate_limited_total',
+      help: 'Requests refused with 429 rate_limited, by endpoint.',
+      labelNames: ['endpoint'],
+      registers: [r],
+    });
     this.rateLimited = Object.fromEntries(ENDPOINTS.map((e) => [e, limited.labels(e)])) as never;
-    const authLimited = new client.Counter({ name: 'tg_ingest_auth_rate_limited_total', help: 'Requests refused with 429 auth_rate_limited after too many failed authentications, by endpoint.', labelNames: ['endpoint'], registers: [r] });
+    const authLimited = new client.Counter({
+      name: 'tg_ingest_auth_rate_limited_total',
+      help: 'Requests refused with 429 auth_rate_limited after too many failed authentications, by endpoint.',
+      labelNames: ['endpoint'],
+      registers: [r],
+    });
     this.authLimited = Object.fromEntries(ROUTE_GROUPS.map((e) => [e, authLimited.labels(e)])) as never;
-    this.redeliveries = new client.Counter({ name: 'tg_ingest_commit_redeliveries_total', help: 'Group commits that met events already stored (a client resent them) and were committed again through staging.', registers: [r] });
-    this.quarantined = new client.Counter({ name: 'tg_ingest_quarantined_events_total', help: 'Events put in quarantine, by error code (an event with several codes counts under each).', labelNames: ['code'], registers: [r] });
-    this.replayed = new client.Counter({ name: 'tg_ingest_replayed_events_total', help: 'Quarantined events replayed, by outcome: accepted, still_rejected, duplicated.', labelNames: ['outcome'], registers: [r] });
-    this.dbErrors = new client.Counter({ name: 'tg_ingest_db_errors_total', help: 'Failed group commits by kind: unavailable (the database: the writer backs off), refused (data the database would not store: the batch is split), retry (deadlock or serialization, retried).', labelNames: ['kind'], registers: [r] });
+    this.redeliveries = new client.Counter({
+      name: 'tg_ingest_commit_redeliveries_total',
+      help: 'Group commits that met events already stored (a client resent them) and were committed again through staging.',
+      registers: [r],
+    });
+    this.quarantined = new client.Counter({
+      name: 'tg_ingest_quarantined_events_total',
+      help: 'Events put in quarantine, by error code (an event with several codes counts under each).',
+      labelNames: ['code'],
+      registers: [r],
+    });
+    this.replayed = new client.Counter({
+      name: 'tg_ingest_replayed_events_total',
+      help: 'Quarantined events replayed, by outcome: accepted, still_rejected, duplicated.',
+      labelNames: ['outcome'],
+      registers: [r],
+    });
+    this.dbErrors = new client.Counter({
+      name: 'tg_ingest_db_errors_total',
+      help: 'Failed group commits by kind: unavailable (the database: the writer backs off), refused (data the database would not store: the batch is split), retry (deadlock or serialization, retried).',
+      labelNames: ['kind'],
+      registers: [r],
+    });
 
-    new client.Gauge({ name: 'tg_ingest_pool_queue_size', help: 'Tasks waiting for a worker.', registers: [r], collect() { this.set(probes.poolQueue()); } });
-    new client.Gauge({ name: 'tg_ingest_pool_utilization', help: 'Share of time the workers were busy since start (0-1).', registers: [r], collect() { this.set(probes.poolUtilization()); } });
-    new client.Gauge({ name: 'tg_ingest_writer_pending_requests', help: 'Requests queued or committing in the writer.', registers: [r], collect() { this.set(probes.writerPending()); } });
-    new client.Gauge({ name: 'tg_ingest_writer_queued_rows', help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.', registers: [r], collect() { this.set(probes.writerQueuedRows()); } });
-    new client.Gauge({ name: 'tg_ingest_live_viewers', help: 'Live views open on this instance.', registers: [r], collect() { this.set(probes.liveViewers()); } });
-    new client.Gauge({ name: 'tg_ingest_inflight_body_bytes', help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.', registers: [r], collect() { this.set(probes.bodyBytes()); } });
-    new client.Gauge({ name: 'tg_ingest_held_answers', help: 'auth_rate_limited answers held back for AUTH_RATE_LIMITED_DELAY_MS; bounded by AUTH_RATE_LIMITED_HELD_MAX.', registers: [r], collect() { this.set(probes.heldAnswers()); } });
-    new client.Gauge({ name: 'tg_ingest_unauthenticated_waiting', help: 'Work before authentication (signature checks, envelopes of large or compressed webapp bodies) waiting for its lane of the worker pool; bounded by INITDATA_VERIFY_QUEUE and AUTH_LOW_PRIORITY_QUEUE.', registers: [r], collect() { this.set(probes.laneWaiting()); } });
+    new client.Gauge({
+      name: 'tg_ingest_pool_queue_size',
+      help: 'Tasks waiting for a worker.',
+      registers: [r],
+      collect() {
+        this.set(probes.poolQueue());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_pool_utilization',
+      help: 'Share of time the workers were busy since start (0-1).',
+      registers: [r],
+      collect() {
+        this.set(probes.poolUtilization());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_writer_pending_requests',
+      help: 'Requests queued or committing in the writer.',
+      registers: [r],
+      collect() {
+        this.set(probes.writerPending());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_writer_queued_rows',
+      help: 'Rows held by the writer (queued or committing); bounded by WRITER_MAX_QUEUED_ROWS.',
+      registers: [r],
+      collect() {
+        this.set(probes.writerQueuedRows());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_live_viewers',
+      help: 'Live views open on this instance.',
+      registers: [r],
+      collect() {
+        this.set(probes.liveViewers());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_inflight_body_bytes',
+      help: 'Request-body bytes held; bounded by MAX_INFLIGHT_BODY_BYTES.',
+      registers: [r],
+      collect() {
+        this.set(probes.bodyBytes());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_held_answers',
+      help: 'auth_rate_limited answers held back for AUTH_RATE_LIMITED_DELAY_MS; bounded by AUTH_RATE_LIMITED_HELD_MAX.',
+      registers: [r],
+      collect() {
+        this.set(probes.heldAnswers());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_unauthenticated_waiting',
+      help: 'Work before authentication (signature checks, envelopes of large or compressed webapp bodies) waiting for its lane of the worker pool; bounded by INITDATA_VERIFY_QUEUE and AUTH_LOW_PRIORITY_QUEUE.',
+      registers: [r],
+      collect() {
+        this.set(probes.laneWaiting());
+      },
+    });
     let droppedReported = 0;
     new client.Counter({
-      name: 'tg_ingest_quarantine_dropped_total', help: "Rejected events not kept in quarantine because their project's quarantine held QUARANTINE_MAX_BYTES.", registers: [r],
+      name: 'tg_ingest_quarantine_dropped_total',
+      help: "Rejected events not kept in quarantine because their project's quarantine held QUARANTINE_MAX_BYTES.",
+      registers: [r],
       collect() {
         const n = probes.quarantineDropped();
         this.inc(Math.max(0, n - droppedReported));
@@ -100,7 +240,10 @@ export class Metrics {
     // Counted where they happen; reported as the increase since the last scrape.
     const reportedTasks = new Map<string, number>();
     new client.Counter({
-      name: 'tg_ingest_pipeline_tasks_total', help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify, verify_low_priority: a check past a failure budget, compile_plan, replay) and where they ran (inline on the main thread, pool).', labelNames: ['kind', 'where'], registers: [r],
+      name: 'tg_ingest_pipeline_tasks_total',
+      help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify, verify_low_priority: a check past a failure budget, compile_plan, replay) and where they ran (inline on the main thread, pool).',
+      labelNames: ['kind', 'where'],
+      registers: [r],
       collect() {
         for (const [key, n] of probes.tasks()) {
           const [kind, where] = key.split(':') as [string, string];
@@ -111,10 +254,16 @@ export class Metrics {
     });
     const reported = new Map<string, number>();
     new client.Counter({
-      name: 'tg_ingest_cache_requests_total', help: 'Cache lookups, by cache (token, bot, plan, tracking_plan, initdata) and result (hit, miss).', labelNames: ['cache', 'result'], registers: [r],
+      name: 'tg_ingest_cache_requests_total',
+      help: 'Cache lookups, by cache (token, bot, plan, tracking_plan, initdata) and result (hit, miss).',
+      labelNames: ['cache', 'result'],
+      registers: [r],
       collect() {
         for (const [cache, c] of Object.entries(probes.caches())) {
-          for (const [result, n] of [['hit', c.hits], ['miss', c.misses]] as const) {
+          for (const [result, n] of [
+            ['hit', c.hits],
+            ['miss', c.misses],
+          ] as const) {
             const key = `${cache}:${result}`;
             const delta = n - (reported.get(key) ?? 0);
             reported.set(key, n);
@@ -136,7 +285,12 @@ export class Metrics {
     this.durations[group].observe(seconds);
   }
 
-  batch(endpoint: Endpoint, events: number, counts: Partial<Record<Outcome, number>>, diagnostics: DiagnosticCounts): void {
+  batch(
+    endpoint: Endpoint,
+    events: number,
+    counts: Partial<Record<Outcome, number>>,
+    diagnostics: DiagnosticCounts,
+  ): void {
     this.batchSize[endpoint].observe(events);
     const e = this.events[endpoint];
     for (const k in counts) {

@@ -22,7 +22,10 @@ export interface BotSnapshot {
   starsAmount: number | null;
 }
 
-/** An event carrying a messenger action, so that one action reported over several connections is billed by the rule in README. */
+/**
+ * An event carrying a messenger action, so that one action reported over several connections is billed by the rule in
+ * README.
+ */
 export interface ActionRef {
   key: string;
   eventId: string;

@@ -26,8 +26,15 @@ export function openApiDocument(): Record<string, unknown> {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: { title: 'tg-ingest', version: '1', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
     tags: [
-      { name: 'ingestion', description: 'The webapp endpoint (mini-app code) and the bot_api endpoint (bot backends).' },
-      { name: 'admin', description: 'Provisioning, usage, reports and event quality; `Authorization: Bearer <ADMIN_TOKEN>` (the live view: the token in its first WebSocket message).' },
+      {
+        name: 'ingestion',
+        description: 'The webapp endpoint (mini-app code) and the bot_api endpoint (bot backends).',
+      },
+      {
+        name: 'admin',
+        description:
+          'Provisioning, usage, reports and event quality; `Authorization: Bearer <ADMIN_TOKEN>` (the live view: the token in its first WebSocket message).',
+      },
       { name: 'operations', description: 'Probes, metrics, this document and the admin page.' },
     ],
     paths: paths(),
@@ -37,12 +44,16 @@ export function openApiDocument(): Record<string, unknown> {
       parameters: componentParameters(),
       securitySchemes: securitySchemes(),
     },
-    'x-error-codes': Object.fromEntries(ERROR_CODES.map((c) => [c, { status: ERRORS[c].status, message: ERRORS[c].message }])),
+    'x-error-codes': Object.fromEntries(
+      ERROR_CODES.map((c) => [c, { status: ERRORS[c].status, message: ERRORS[c].message }]),
+    ),
     // One severity per code, or both (["warning", "error"]) for the codes whose severity a tracking plan decides.
-    'x-diagnostic-codes': Object.fromEntries(DIAGNOSTIC_CODES.map((c) => {
-      const s = severitiesOf(c);
-      return [c, { severity: s.length === 1 ? s[0] : s, description: DIAGNOSTICS[c].description }];
-    })),
+    'x-diagnostic-codes': Object.fromEntries(
+      DIAGNOSTIC_CODES.map((c) => {
+        const s = severitiesOf(c);
+        return [c, { severity: s.length === 1 ? s[0] : s, description: DIAGNOSTICS[c].description }];
+      }),
+    ),
   };
   return cached;
 }

@@ -76,13 +76,20 @@ export interface Service {
 
 export async function startService(databaseUrl: string, env: Record<string, string> = {}): Promise<Service> {
   // BENCH_PROFILE_DIR: CPU profiles of the service (main thread and workers) for the window measured.
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+    : [];
   const proc = spawn(process.execPath, [...NODE_FLAGS, ...profile, MAIN], {
     env: {
       ...process.env,
-      HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN, LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
       // Benchmarks measure throughput, not the per-token limits.
-      RATE_LIMIT_PER_MIN: '100000000', RATE_LIMIT_BURST: '100000000',
+      RATE_LIMIT_PER_MIN: '100000000',
+      RATE_LIMIT_BURST: '100000000',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -93,7 +100,8 @@ export async function startService(databaseUrl: string, env: Record<string, stri
       try {
         const e = JSON.parse(line) as { port?: number; msg?: string };
         if (typeof e.port === 'number' && e.msg?.startsWith('listening')) resolve(e.port);
-        else if ((e as { level?: number }).level !== undefined && (e as { level: number }).level >= 40) process.stderr.write(`${line}\n`);
+        else if ((e as { level?: number }).level !== undefined && (e as { level: number }).level >= 40)
+          process.stderr.write(`${line}\n`);
       } catch {
         process.stderr.write(`${line}\n`);
       }
@@ -121,7 +129,10 @@ export async function adminCall<T>(base: string, method: string, path: string, b
   return (await res.json()) as T;
 }
 
-export async function provision(base: string, messengerBotId = 8000001): Promise<{ projectId: string; botId: string; token: string }> {
+export async function provision(
+  base: string,
+  messengerBotId = 8000001,
+): Promise<{ projectId: string; botId: string; token: string }> {
   const p = await adminCall<{ projectId: string }>(base, 'POST', '/admin/projects', { name: 'bench' });
   const b = await adminCall<{ botId: string }>(base, 'POST', '/admin/bots', { projectId: p.projectId, messengerBotId });
   const t = await adminCall<{ token: string }>(base, 'POST', `/admin/bots/${b.botId}/tokens`);

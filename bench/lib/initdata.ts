@@ -29,7 +29,18 @@ export interface InitDataOptions {
 }
 
 export function makeInitData(signer: Signer, o: InitDataOptions): string {
-  const userJson = o.userJson ?? JSON.stringify(o.user ?? { id: 424242, first_name: 'Ada', last_name: 'L', username: 'ada', language_code: 'en', is_premium: true });
+  const userJson =
+    o.userJson ??
+    JSON.stringify(
+      o.user ?? {
+        id: 424242,
+        first_name: 'Ada',
+        last_name: 'L',
+        username: 'ada',
+        language_code: 'en',
+        is_premium: true,
+      },
+    );
   const fields: Record<string, string> = {
     query_id: `AAH${randomBytes(8).toString('hex')}`,
     user: userJson,
@@ -38,9 +49,14 @@ export function makeInitData(signer: Signer, o: InitDataOptions): string {
     chat_type: 'sender',
     ...o.extra,
   };
-  const check = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join('\n');
+  const check = Object.keys(fields)
+    .sort()
+    .map((k) => `${k}=${fields[k]}`)
+    .join('\n');
   const signature = o.signature ?? signer.sign(`${o.messengerBotId}:WebAppData\n${check}`);
   const all: Record<string, string> = { ...fields, ...o.tamper, hash: randomBytes(32).toString('hex'), signature };
   for (const k of o.omit ?? []) delete all[k];
-  return Object.entries(all).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+  return Object.entries(all)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+    .join('&');
 }

@@ -34,11 +34,26 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     timeout: 30,
     requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.body() }) }],
   } as never)) as unknown as {
-    '2xx': number; non2xx: number; errors: number; timeouts: number; duration: number;
+    '2xx': number;
+    non2xx: number;
+    errors: number;
+    timeouts: number;
+    duration: number;
     latency: { p50: number; p99: number; max: number };
     statusCodeStats?: Record<string, { count: number }>;
   };
   const seconds = r.duration || (performance.now() - started) / 1000;
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([s, c]) => [s, c.count]));
-  return { ok: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, rps: r['2xx'] / seconds, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, seconds, statuses };
+  return {
+    ok: r['2xx'],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    rps: r['2xx'] / seconds,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    seconds,
+    statuses,
+  };
 }

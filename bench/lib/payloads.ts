@@ -13,7 +13,16 @@ export interface Template {
   events: number;
 }
 
-const NAMES = ['message_received', 'command_start', 'button_click', 'screen_view', 'order_created', 'item_added', 'search', 'share'];
+const NAMES = [
+  'message_received',
+  'command_start',
+  'button_click',
+  'screen_view',
+  'order_created',
+  'item_added',
+  'search',
+  'share',
+];
 const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'];
 const SCREENS = ['home', 'catalog', 'product', 'cart', 'checkout', 'profile'];
 export const SLOT_PLACEHOLDER = '00000000';
@@ -44,12 +53,24 @@ export interface EventOptions {
 export function benchPlan(mode: 'warn' | 'block'): Record<string, unknown> {
   const common = {
     eventType: { enum: TYPES },
-    propsString: { type: 'object', required: ['screen', 'variant'], properties: { screen: { enum: SCREENS }, variant: { enum: ['a', 'b'] } } },
-    propsLong: { type: 'object', required: ['items'], properties: { items: { type: 'integer', minimum: 0, maximum: 6 }, price_cents: { type: 'integer', minimum: 0 } } },
+    propsString: {
+      type: 'object',
+      required: ['screen', 'variant'],
+      properties: { screen: { enum: SCREENS }, variant: { enum: ['a', 'b'] } },
+    },
+    propsLong: {
+      type: 'object',
+      required: ['items'],
+      properties: { items: { type: 'integer', minimum: 0, maximum: 6 }, price_cents: { type: 'integer', minimum: 0 } },
+    },
     propsBool: { type: 'object', properties: { first_time: { type: 'boolean' } } },
     text: { type: 'string', maxLength: 200 },
   };
-  const pick = (keys: (keyof typeof common)[]) => ({ type: 'object', required: ['propsString'], properties: Object.fromEntries(keys.map((k) => [k, common[k]])) });
+  const pick = (keys: (keyof typeof common)[]) => ({
+    type: 'object',
+    required: ['propsString'],
+    properties: Object.fromEntries(keys.map((k) => [k, common[k]])),
+  });
   return {
     mode,
     unplannedEvents: 'allow',
@@ -74,12 +95,28 @@ export function event(i: number, o: EventOptions): Record<string, unknown> {
   };
   if (!o.webapp) {
     e.eventOrigin = platform ? 'platform' : 'custom';
-    e.platformUserId = o.invalidEvery !== undefined && i % o.invalidEvery === o.invalidEvery - 1 ? 'not-a-user-id' : String(100_000_000 + ((i * 7919) % o.users));
+    e.platformUserId =
+      o.invalidEvery !== undefined && i % o.invalidEvery === o.invalidEvery - 1
+        ? 'not-a-user-id'
+        : String(100_000_000 + ((i * 7919) % o.users));
   }
-  e.propsString = { screen: SCREENS[i % SCREENS.length], variant: i % 2 ? 'a' : 'b', ...(platform ? { 'tg.chat_type': 'private' } : {}) };
+  e.propsString = {
+    screen: SCREENS[i % SCREENS.length],
+    variant: i % 2 ? 'a' : 'b',
+    ...(platform ? { 'tg.chat_type': 'private' } : {}),
+  };
   // The message id carries a slot too (1, then 8 stamped digits, then the event index), so every
   // message is a new messenger action as in real traffic.
-  e.propsLong = { items: i % 7, price_cents: 1299 + i, ...(platform ? { 'tg.chat_id': 100_000_000 + (i % o.users), 'tg.message_id': Number(`1${'0'.repeat(8)}${String(i % 10_000).padStart(4, '0')}`) } : {}) };
+  e.propsLong = {
+    items: i % 7,
+    price_cents: 1299 + i,
+    ...(platform
+      ? {
+          'tg.chat_id': 100_000_000 + (i % o.users),
+          'tg.message_id': Number(`1${'0'.repeat(8)}${String(i % 10_000).padStart(4, '0')}`),
+        }
+      : {}),
+  };
   if (!o.webapp) e.propsFloat = { score: Math.round((i % 100) * 0.731 * 1000) / 1000 };
   e.propsBool = { first_time: i % 3 === 0 };
   if (i % 5 === 0) e.text = 'Hi, is the spring collection in stock?';

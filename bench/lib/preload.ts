@@ -26,7 +26,9 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
                NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', g % 7, 'price_cents', 1299 + g % 1000), NULL, '{"first_time": true}', NULL, true
         FROM generate_series(1, ${n}::int) AS g, LATERAL (SELECT ${start}::timestamptz + ((g + ${done}::int) * ${span / perMonth}::float8) * interval '1 second' AS t) AS ts`;
     }
-    await db.sql.unsafe(`CREATE UNIQUE INDEX ${part}_project_event_key ON ${part} (project_id, event_id) WITH (fillfactor = 70)`);
+    await db.sql.unsafe(
+      `CREATE UNIQUE INDEX ${part}_project_event_key ON ${part} (project_id, event_id) WITH (fillfactor = 70)`,
+    );
   }
   await db.sql`VACUUM ANALYZE events`;
   // The load's WAL is flushed before measuring, not by a checkpoint in the middle of it.

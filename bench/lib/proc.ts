@@ -48,7 +48,14 @@ export function machineCpuSeconds(): { busy: number; total: number } {
 }
 
 export interface CpuWindow {
-  stop(): { serverCores: number; mainThreadCores: number; postgresCores: number; loadGeneratorCores: number; machineCores: number; seconds: number };
+  stop(): {
+    serverCores: number;
+    mainThreadCores: number;
+    postgresCores: number;
+    loadGeneratorCores: number;
+    machineCores: number;
+    seconds: number;
+  };
 }
 
 /** CPU used from now until stop(): the service (all threads, and its main thread alone) and PostgreSQL. */

@@ -31,5 +31,7 @@ export interface Result {
 }
 
 export function resultLines(results: Result[]): string {
-  return results.map((r) => `RESULT ${r.name} ${Number.isInteger(r.value) ? r.value : r.value.toFixed(3)} ${r.unit}`).join('\n');
+  return results
+    .map((r) => `RESULT ${r.name} ${Number.isInteger(r.value) ? r.value : r.value.toFixed(3)} ${r.unit}`)
+    .join('\n');
 }

@@ -22,7 +22,13 @@ const utf8Bytes = (s: string) => encoder.encode(s).byteLength;
  * `{"botId":"…","auth":{"initData":"…"},"events":[`. An item too large for any body is skipped.
  * A generator, so the caller can stop at the first body the browser refuses without encoding the rest.
  */
-export function* beaconBodies<T>(head: string, items: Iterable<T>, toJson: (item: T) => string, maxBytes = BEACON_BODY_BYTES, maxEvents = BEACON_MAX_EVENTS): Generator<BeaconBody<T>> {
+export function* beaconBodies<T>(
+  head: string,
+  items: Iterable<T>,
+  toJson: (item: T) => string,
+  maxBytes = BEACON_BODY_BYTES,
+  maxEvents = BEACON_MAX_EVENTS,
+): Generator<BeaconBody<T>> {
   const tail = ']}';
   const empty = utf8Bytes(head) + utf8Bytes(tail);
   let parts: string[] = [];

@@ -11,8 +11,16 @@ import { idKey, initDataUser, mayPassLater, Outbox, outboxKey } from './outbox.j
 import type { Endpoint } from './retry.js';
 import { send, type TransportConfig } from './transport.js';
 import type {
-  BotApiClientOptions, BotApiEventInput, BotSnapshot, ClientOptions, Diagnostic, FlushReport,
-  Stamped, UserProfile, WebAppClientOptions, WebAppEventInput,
+  BotApiClientOptions,
+  BotApiEventInput,
+  BotSnapshot,
+  ClientOptions,
+  Diagnostic,
+  FlushReport,
+  Stamped,
+  UserProfile,
+  WebAppClientOptions,
+  WebAppEventInput,
 } from './types.js';
 
 export const MAX_BATCH_EVENTS = 1000;
@@ -64,14 +72,16 @@ export class IngestClient<E extends object> {
     this.maxQueue = Math.max(1, opts.maxQueueEvents ?? 100_000);
     this.maxConcurrent = Math.max(1, opts.maxConcurrentRequests ?? 2);
     const base = opts.baseUrl.replace(/\/+$/, '');
-    const fetchImpl = opts.fetch ?? ((input: Parameters<typeof fetch>[0], init?: RequestInit) => globalThis.fetch(input, init));
+    const fetchImpl =
+      opts.fetch ?? ((input: Parameters<typeof fetch>[0], init?: RequestInit) => globalThis.fetch(input, init));
     this.transport = {
       endpoint: this.mode,
       url: this.mode === 'bot_api' ? `${base}/tg` : `${base}/tg/webapp`,
       // text/plain on webapp spares a browser the CORS preflight (gzip bodies need one anyway).
-      headers: this.mode === 'bot_api'
-        ? { 'Content-Type': 'application/json', 'X-API-Key': (opts as BotApiClientOptions).apiKey }
-        : { 'Content-Type': 'text/plain;charset=UTF-8' },
+      headers:
+        this.mode === 'bot_api'
+          ? { 'Content-Type': 'application/json', 'X-API-Key': (opts as BotApiClientOptions).apiKey }
+          : { 'Content-Type': 'text/plain;charset=UTF-8' },
       fetch: fetchImpl,
       requestTimeoutMs: opts.requestTimeoutMs ?? 30_000,
       gzipMinBytes: opts.gzipMinBytes ?? 16 * 1024,
@@ -81,7 +91,7 @@ export class IngestClient<E extends object> {
     };
     if (this.mode === 'webapp') {
       const o = opts as WebAppClientOptions;
-      const storage = o.persist === false ? null : o.storage ?? browserStorage();
+      const storage = o.persist === false ? null : (o.storage ?? browserStorage());
       this.outbox = new Outbox<E>(storage, outboxKey(o.botId), () => this.user());
       const beacon = beaconSender();
       if (beacon !== null) this.unwatchPage = watchPageHide(() => this.pageHidden(beacon));
@@ -104,7 +114,10 @@ export class IngestClient<E extends object> {
     const refusal = this.closed
       ? new IngestError({ code: 'client_closed', message: 'track() after close(); the event was not queued' })
       : this.pending >= this.maxQueue
-        ? new IngestError({ code: 'queue_full', message: `${this.pending} events are waiting (maxQueueEvents); the event was not queued` })
+        ? new IngestError({
+            code: 'queue_full',
+            message: `${this.pending} events are waiting (maxQueueEvents); the event was not queued`,
+          })
         : unserializable(stamped);
     if (refusal !== null) {
       if (this.opts.onFailed === undefined) throw refusal;
@@ -135,7 +148,10 @@ export class IngestClient<E extends object> {
     this.bot = { ...this.bot, ...bot };
   }
 
-  /** Sends everything queued now; resolves once each of those events is settled, with what settled since the previous flush(). */
+  /**
+   * Sends everything queued now; resolves once each of those events is settled, with what settled since the previous
+   * flush().
+   */
   flush(): Promise<FlushReport<E>> {
     const target = this.seq;
     this.dueSeq = target;
@@ -186,7 +202,11 @@ export class IngestClient<E extends object> {
   }
 
   private pump(): void {
-    while (this.inFlight.size < this.maxConcurrent && this.queue.length > 0 && (this.queue.length >= this.maxBatch || this.queue[0]!.seq <= this.dueSeq)) {
+    while (
+      this.inFlight.size < this.maxConcurrent &&
+      this.queue.length > 0 &&
+      (this.queue.length >= this.maxBatch || this.queue[0]!.seq <= this.dueSeq)
+    ) {
       const batch = this.queue.splice(0, this.maxBatch);
       void this.run(batch);
     }
@@ -210,7 +230,10 @@ export class IngestClient<E extends object> {
       outcome = await this.deliverWithExtras(events);
     } catch (cause) {
       // A bug or a throwing fetch replacement: the events are still reported, never lost.
-      outcome = { ...emptyOutcome<E>(), failed: [{ events, error: new IngestError({ code: 'client_error', message: String(cause), cause }) }] };
+      outcome = {
+        ...emptyOutcome<E>(),
+        failed: [{ events, error: new IngestError({ code: 'client_error', message: String(cause), cause }) }],
+      };
     }
     this.inFlight.delete(batch);
     this.inFlightEvents -= batch.size;
@@ -295,12 +318,25 @@ export class IngestClient<E extends object> {
     if (o.rejected.length > 0) {
       const events = o.rejected.map((x) => x.event);
       const diagnostics = o.rejected.flatMap((x) => x.diagnostics);
-      if (!this.call(this.opts.onRejected as ((e: Stamped<E>[], d: Diagnostic[]) => void) | undefined, events, diagnostics)) this.keep(r.rejectedEvents, o.rejected, o.rejected.length);
+      if (
+        !this.call(
+          this.opts.onRejected as ((e: Stamped<E>[], d: Diagnostic[]) => void) | undefined,
+          events,
+          diagnostics,
+        )
+      )
+        this.keep(r.rejectedEvents, o.rejected, o.rejected.length);
     }
     for (const f of o.failed) {
-      if (!this.call(this.opts.onFailed as ((e: Stamped<E>[], err: Error) => void) | undefined, f.events, f.error)) this.keep(r.failedEvents, [f], f.events.length);
+      if (!this.call(this.opts.onFailed as ((e: Stamped<E>[], err: Error) => void) | undefined, f.events, f.error))
+        this.keep(r.failedEvents, [f], f.events.length);
     }
-    if (o.warnings.diagnostics.length > 0) this.call(this.opts.onWarnings as ((e: Stamped<E>[], d: Diagnostic[]) => void) | undefined, o.warnings.events, o.warnings.diagnostics);
+    if (o.warnings.diagnostics.length > 0)
+      this.call(
+        this.opts.onWarnings as ((e: Stamped<E>[], d: Diagnostic[]) => void) | undefined,
+        o.warnings.events,
+        o.warnings.diagnostics,
+      );
   }
 
   /** False when there is no callback or it threw: the caller then keeps the events for flush(). */
@@ -341,25 +377,40 @@ export class IngestClient<E extends object> {
   }
 
   private requireBotApi(method: string): void {
-    if (this.mode !== 'bot_api') throw new TypeError(`${method}() is for the bot_api endpoint (apiKey); the webapp endpoint takes the profile from initData`);
+    if (this.mode !== 'bot_api')
+      throw new TypeError(
+        `${method}() is for the bot_api endpoint (apiKey); the webapp endpoint takes the profile from initData`,
+      );
   }
 }
 
 function stamp<E extends object>(event: E): Stamped<E> {
   const e = event as { eventId?: unknown; eventDate?: unknown };
   const eventId = typeof e.eventId === 'string' && e.eventId !== '' ? e.eventId : uuidv7();
-  const eventDate = e.eventDate instanceof Date ? e.eventDate.toISOString() : typeof e.eventDate === 'string' ? e.eventDate : new Date().toISOString();
+  const eventDate =
+    e.eventDate instanceof Date
+      ? e.eventDate.toISOString()
+      : typeof e.eventDate === 'string'
+        ? e.eventDate
+        : new Date().toISOString();
   // A copy, so a caller mutating its object cannot change what a retry resends.
   return { ...event, eventId, eventDate } as Stamped<E>;
 }
 
-/** An event JSON cannot carry (a BigInt, a cycle) would fail its whole batch, and every write of the outbox: it is refused alone. */
+/**
+ * An event JSON cannot carry (a BigInt, a cycle) would fail its whole batch, and every write of the outbox: it is
+ * refused alone.
+ */
 function unserializable(event: object): IngestError | null {
   try {
     JSON.stringify(event);
     return null;
   } catch (cause) {
-    return new IngestError({ code: 'event_unserializable', message: `the event cannot be encoded as JSON (${String(cause)}); it was not queued`, cause });
+    return new IngestError({
+      code: 'event_unserializable',
+      message: `the event cannot be encoded as JSON (${String(cause)}); it was not queued`,
+      cause,
+    });
   }
 }
 
@@ -389,11 +440,32 @@ function clamp(n: number, lo: number, hi: number): number {
 }
 
 function emptyReport<E>(): FlushReport<E> {
-  return { accepted: 0, rejected: 0, failed: 0, duplicated: 0, storedNotBilled: 0, warnings: 0, requests: 0, retries: 0, rejectedEvents: [], failedEvents: [], unkeptEvents: 0 };
+  return {
+    accepted: 0,
+    rejected: 0,
+    failed: 0,
+    duplicated: 0,
+    storedNotBilled: 0,
+    warnings: 0,
+    requests: 0,
+    retries: 0,
+    rejectedEvents: [],
+    failedEvents: [],
+    unkeptEvents: 0,
+  };
 }
 
 function emptyOutcome<E>(): Outcome<E> {
-  return { accepted: 0, duplicated: 0, storedNotBilled: 0, requests: 0, retries: 0, rejected: [], failed: [], warnings: { events: [], diagnostics: [] } };
+  return {
+    accepted: 0,
+    duplicated: 0,
+    storedNotBilled: 0,
+    requests: 0,
+    retries: 0,
+    rejected: [],
+    failed: [],
+    warnings: { events: [], diagnostics: [] },
+  };
 }
 
 export function createClient(opts: BotApiClientOptions): IngestClient<BotApiEventInput>;

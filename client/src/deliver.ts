@@ -22,7 +22,16 @@ export type Post<E> = (events: Stamped<E>[]) => Promise<SendResult>;
 const key = (id: string) => id.toLowerCase();
 
 export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<Outcome<E>> {
-  const out: Outcome<E> = { accepted: 0, duplicated: 0, storedNotBilled: 0, requests: 0, retries: 0, rejected: [], failed: [], warnings: { events: [], diagnostics: [] } };
+  const out: Outcome<E> = {
+    accepted: 0,
+    duplicated: 0,
+    storedNotBilled: 0,
+    requests: 0,
+    retries: 0,
+    rejected: [],
+    failed: [],
+    warnings: { events: [], diagnostics: [] },
+  };
   const r = await post(events);
   out.requests += r.attempts;
   out.retries += r.retries;

@@ -1,7 +1,10 @@
 // The one error type the client reports, so callers can branch on `code` and `status`.
 
 export interface IngestErrorInit {
-  /** The server's `error` code (`api_key_invalid`, `rate_limited`, ...), or a client code: `network_error`, `timeout`, `invalid_response`, `queue_full`, `client_closed`, `event_unserializable`, `body_error`, `client_error`. */
+  /**
+   * The server's `error` code (`api_key_invalid`, `rate_limited`, ...), or a client code: `network_error`, `timeout`,
+   * `invalid_response`, `queue_full`, `client_closed`, `event_unserializable`, `body_error`, `client_error`.
+   */
   code: string;
   message: string;
   /** HTTP status of the last attempt; null when no response arrived. */

@@ -4,7 +4,21 @@ export { createClient, IngestClient, MAX_BATCH_EVENTS, uuidv7 } from './client.j
 export { IngestError, type IngestErrorInit } from './errors.js';
 export type { Endpoint } from './retry.js';
 export type {
-  BotApiClientOptions, BotApiEventInput, BotSnapshot, ClientOptions, Diagnostic, EventType, FailedEvents,
-  FlushReport, IngestResponse, OutboxStorage, RejectedEvent, ServerClientOptions, ServerEventInput, Stamped,
-  UserProfile, WebAppClientOptions, WebAppEventInput,
+  BotApiClientOptions,
+  BotApiEventInput,
+  BotSnapshot,
+  ClientOptions,
+  Diagnostic,
+  EventType,
+  FailedEvents,
+  FlushReport,
+  IngestResponse,
+  OutboxStorage,
+  RejectedEvent,
+  ServerClientOptions,
+  ServerEventInput,
+  Stamped,
+  UserProfile,
+  WebAppClientOptions,
+  WebAppEventInput,
 } from './types.js';

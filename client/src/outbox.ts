@@ -6,7 +6,10 @@
 import { IngestError } from './errors.js';
 import type { OutboxStorage, Stamped } from './types.js';
 
-/** The stored form: the event and the user it was tracked for, so another user's session never sends it under its own initData. */
+/**
+ * The stored form: the event and the user it was tracked for, so another user's session never sends it under its own
+ * initData.
+ */
 interface Entry<E> {
   u: string | null;
   e: Stamped<E>;
@@ -38,7 +41,11 @@ export class Outbox<E> {
    * @param storage null keeps events in memory only (for the beacons).
    * @param user the user of the current initData, or null when it has none.
    */
-  constructor(private readonly storage: OutboxStorage | null, private readonly key: string, private readonly user: () => string | null) {}
+  constructor(
+    private readonly storage: OutboxStorage | null,
+    private readonly key: string,
+    private readonly user: () => string | null,
+  ) {}
 
   get persists(): boolean {
     return this.storage !== null;
@@ -48,7 +55,10 @@ export class Outbox<E> {
     return this.held.size;
   }
 
-  /** Stored events of the current user that this outbox does not hold yet, oldest first, at most `max`; they are held from now on. */
+  /**
+   * Stored events of the current user that this outbox does not hold yet, oldest first, at most `max`; they are held
+   * from now on.
+   */
   load(max: number): Stamped<E>[] {
     if (this.storage === null || max <= 0) return [];
     const user = this.user();
@@ -95,7 +105,10 @@ export class Outbox<E> {
     }
   }
 
-  /** Held events in the order a beacon should carry them: never sent or failed before in flight (which may be committed already), oldest first; those beaconed already are left out. */
+  /**
+   * Held events in the order a beacon should carry them: never sent or failed before in flight (which may be committed
+   * already), oldest first; those beaconed already are left out.
+   */
   forBeacon(queued: Iterable<Stamped<E>>): Stamped<E>[] {
     const first: Stamped<E>[] = [];
     const seen = new Set<string>();
@@ -166,7 +179,7 @@ export class Outbox<E> {
     if (raw === null) return [];
     try {
       const doc = JSON.parse(raw) as { v?: unknown; events?: unknown };
-      return doc.v === VERSION && Array.isArray(doc.events) ? doc.events.filter(isEntry) as Entry<E>[] : [];
+      return doc.v === VERSION && Array.isArray(doc.events) ? (doc.events.filter(isEntry) as Entry<E>[]) : [];
     } catch {
       return [];
     }

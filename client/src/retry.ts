@@ -1,6 +1,9 @@
 // Which answers are worth another attempt, and how long to wait before it (the service's retry guidance).
 
-/** The service's two ingestion endpoints: `bot_api` (`POST /tg`, a bot's backend) and `webapp` (`POST /tg/webapp`, mini-app code). */
+/**
+ * The service's two ingestion endpoints: `bot_api` (`POST /tg`, a bot's backend) and `webapp` (`POST /tg/webapp`,
+ * mini-app code).
+ */
 export type Endpoint = 'bot_api' | 'webapp';
 
 /** Status 0 stands for "no response" (network error or timeout): always retryable, the server dedups by eventId. */

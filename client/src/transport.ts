@@ -44,7 +44,15 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
     try {
       json = JSON.stringify(buildBody());
     } catch (cause) {
-      return fail(new IngestError({ code: 'body_error', message: `could not build the request body (initData callback or JSON): ${String(cause)}`, attempts: attempt - 1, cause }), attempt - 1);
+      return fail(
+        new IngestError({
+          code: 'body_error',
+          message: `could not build the request body (initData callback or JSON): ${String(cause)}`,
+          attempts: attempt - 1,
+          cause,
+        }),
+        attempt - 1,
+      );
     }
     if (json !== lastJson || encoded === null) {
       encoded = await encode(json, cfg.gzipMinBytes);
@@ -77,7 +85,12 @@ async function encode(json: string, gzipMinBytes: number): Promise<Encoded> {
 async function post(cfg: TransportConfig, body: Encoded): Promise<Answer> {
   const headers = body.gzip ? { ...cfg.headers, 'Content-Encoding': 'gzip' } : cfg.headers;
   try {
-    const res = await cfg.fetch(cfg.url, { method: 'POST', headers, body: body.bytes, signal: AbortSignal.timeout(cfg.requestTimeoutMs) });
+    const res = await cfg.fetch(cfg.url, {
+      method: 'POST',
+      headers,
+      body: body.bytes,
+      signal: AbortSignal.timeout(cfg.requestTimeoutMs),
+    });
     // Reading the body can fail too (connection reset): that is still "no answer", hence inside the try.
     const text = await res.text();
     let parsed: unknown = null;
@@ -86,7 +99,12 @@ async function post(cfg: TransportConfig, body: Encoded): Promise<Answer> {
     } catch {
       parsed = null;
     }
-    return { status: res.status, body: parsed, retryAfter: res.headers.get('retry-after'), requestId: res.headers.get('x-request-id') };
+    return {
+      status: res.status,
+      body: parsed,
+      retryAfter: res.headers.get('retry-after'),
+      requestId: res.headers.get('x-request-id'),
+    };
   } catch (cause) {
     return { status: 0, body: null, retryAfter: null, requestId: null, cause };
   }
@@ -104,14 +122,23 @@ function toError(a: Answer, attempts: number, retriesExhausted: boolean): Ingest
     return new IngestError({
       code: timeout ? 'timeout' : 'network_error',
       message: `no answer after ${attempts} attempt(s): ${a.cause instanceof Error ? a.cause.message : String(a.cause)}`,
-      status: null, attempts, retriesExhausted, cause: a.cause,
+      status: null,
+      attempts,
+      retriesExhausted,
+      cause: a.cause,
     });
   }
   const b = (typeof a.body === 'object' && a.body !== null ? a.body : {}) as Record<string, unknown>;
-  const code = typeof b.error === 'string' ? b.error : a.status >= 200 && a.status < 300 ? 'invalid_response' : `http_${a.status}`;
+  const code =
+    typeof b.error === 'string' ? b.error : a.status >= 200 && a.status < 300 ? 'invalid_response' : `http_${a.status}`;
   const message = typeof b.message === 'string' ? b.message : `unexpected answer ${a.status}`;
   return new IngestError({
-    code, status: a.status, attempts, retriesExhausted, requestId: a.requestId, details: b.details,
+    code,
+    status: a.status,
+    attempts,
+    retriesExhausted,
+    requestId: a.requestId,
+    details: b.details,
     message: retriesExhausted ? `${message} (gave up after ${attempts} attempts)` : message,
   });
 }

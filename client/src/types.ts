@@ -1,7 +1,16 @@
 // Public types of the client: events per endpoint, options, and what it reports back.
 
 /** The nine categories; anything else is stored as `platform` with a warning. */
-export type EventType = 'message' | 'interaction' | 'payment' | 'membership' | 'business' | 'poll' | 'reaction' | 'boost' | 'platform';
+export type EventType =
+  | 'message'
+  | 'interaction'
+  | 'payment'
+  | 'membership'
+  | 'business'
+  | 'poll'
+  | 'reaction'
+  | 'boost'
+  | 'platform';
 
 interface EventFields {
   /** UUID used for deduplication; filled with a UUIDv7 (time-ordered) when omitted. */
@@ -122,7 +131,10 @@ export interface BotApiClientOptions extends CommonOptions<BotApiEventInput> {
 /** @deprecated The former name of {@link BotApiClientOptions}. */
 export type ServerClientOptions = BotApiClientOptions;
 
-/** Where the webapp client keeps unsettled events: `localStorage` by default, any object with these three methods otherwise. */
+/**
+ * Where the webapp client keeps unsettled events: `localStorage` by default, any object with these three methods
+ * otherwise.
+ */
 export interface OutboxStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
@@ -168,6 +180,9 @@ export interface FlushReport<E> {
   rejectedEvents: RejectedEvent<E>[];
   /** Failures, kept here only when no `onFailed` is set (or it threw). */
   failedEvents: FailedEvents<E>[];
-  /** Events whose rejection or failure was counted but not kept, as more than `maxQueueEvents` were waiting for `flush()`. */
+  /**
+   * Events whose rejection or failure was counted but not kept, as more than `maxQueueEvents` were waiting for
+   * `flush()`.
+   */
   unkeptEvents: number;
 }

@@ -8,7 +8,10 @@ export function adminTokenPath(dataDir: string): string {
   return join(dataDir, 'admin-token');
 }
 
-export function loadAdminToken(configured: string | null, dataDir: string): { token: string; path: string | null; created: boolean } {
+export function loadAdminToken(
+  configured: string | null,
+  dataDir: string,
+): { token: string; path: string | null; created: boolean } {
   if (configured !== null) return { token: configured, path: null, created: false };
   const path = adminTokenPath(dataDir);
   if (existsSync(path)) {

@@ -30,7 +30,12 @@ const schemas = {
   patchBot: ajv.compile(ADMIN_BODIES.PatchBot),
 };
 
-export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFunction, empty: unknown = undefined, maxDepth = DEFAULT_MAX_JSON_DEPTH): Promise<T> {
+export async function jsonBody<T>(
+  readBody: BodyReader,
+  validate: ValidateFunction,
+  empty: unknown = undefined,
+  maxDepth = DEFAULT_MAX_JSON_DEPTH,
+): Promise<T> {
   const raw = await readBody();
   let body: unknown = empty;
   if (raw.length > 0) {
@@ -39,12 +44,19 @@ export async function jsonBody<T>(readBody: BodyReader, validate: ValidateFuncti
     } catch {
       throw new HttpError('bad_request', { message: 'The body is not valid JSON.' });
     }
-    if (deeperThan(body, maxDepth)) throw new HttpError('bad_request', { message: `The body nests objects and arrays more than ${maxDepth} levels deep (MAX_JSON_DEPTH).`, details: { maxDepth } });
+    if (deeperThan(body, maxDepth))
+      throw new HttpError('bad_request', {
+        message: `The body nests objects and arrays more than ${maxDepth} levels deep (MAX_JSON_DEPTH).`,
+        details: { maxDepth },
+      });
   }
   if (!validate(body)) {
     const e = validate.errors?.[0];
     const where = e?.instancePath ? e.instancePath.slice(1) : 'body';
-    throw new HttpError('bad_request', { message: `${where} ${e?.message ?? 'is invalid'}`, details: { errors: validate.errors } });
+    throw new HttpError('bad_request', {
+      message: `${where} ${e?.message ?? 'is invalid'}`,
+      details: { errors: validate.errors },
+    });
   }
   return body as T;
 }
@@ -60,7 +72,8 @@ export function found<T>(v: T | null, what: string): T {
   return v;
 }
 
-const toId = (v: number | string | null | undefined): string | null | undefined => (v === undefined ? undefined : v === null ? null : String(v));
+const toId = (v: number | string | null | undefined): string | null | undefined =>
+  v === undefined ? undefined : v === null ? null : String(v);
 
 /** A missing project (foreign key) is the caller's 404 and a taken messenger bot id their 409, not our 500. */
 async function botWrite<T>(work: Promise<T>): Promise<T> {
@@ -69,7 +82,8 @@ async function botWrite<T>(work: Promise<T>): Promise<T> {
   } catch (err) {
     const e = err as { code?: string; constraint_name?: string };
     if (e.code === '23503') throw new HttpError('not_found', { message: 'No such project.' });
-    if (e.code === '23505' && e.constraint_name === 'bots_messenger_bot_id_key') throw new HttpError('messenger_bot_id_taken');
+    if (e.code === '23505' && e.constraint_name === 'bots_messenger_bot_id_key')
+      throw new HttpError('messenger_bot_id_taken');
     throw err;
   }
 }
@@ -96,12 +110,13 @@ export interface AdminGuard {
  */
 export function adminGuard(adminToken: string, authFailuresPerMin: number): AdminGuard {
   const failures = new TokenBuckets({ burst: authFailuresPerMin, perMin: authFailuresPerMin, maxKeys: 100_000 });
-  const guard = ((h: Handler): Handler => (req, readBody) => {
-    if (adminTokenMatches(adminToken, req.headers.authorization)) return h(req, readBody);
-    const r = failures.take(req.address);
-    if (!r.ok) throw new HttpError('auth_rate_limited', { retryAfterS: r.retryAfterS });
-    throw new HttpError('admin_unauthorized');
-  }) as AdminGuard;
+  const guard = ((h: Handler): Handler =>
+    (req, readBody) => {
+      if (adminTokenMatches(adminToken, req.headers.authorization)) return h(req, readBody);
+      const r = failures.take(req.address);
+      if (!r.ok) throw new HttpError('auth_rate_limited', { retryAfterS: r.retryAfterS });
+      throw new HttpError('admin_unauthorized');
+    }) as AdminGuard;
   guard.authorize = (token) => adminTokenMatches(adminToken, `Bearer ${token}`);
   guard.failed = (address) => failures.take(address).ok;
   return guard;
@@ -112,63 +127,148 @@ export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOption
   const ok = (status: number, body?: unknown): Reply => (body === undefined ? { status } : { status, body });
 
   server
-    .route('post', '/admin/projects', guard(async (_req, rb) => {
-      const b = await jsonBody<{ name: string; eventAllowance?: number | null }>(rb, schemas.createProject);
-      const p = await store.createProject(b.name, b.eventAllowance ?? null);
-      return ok(201, { projectId: p.projectId, project: p });
-    }))
-    .route('get', '/admin/projects', guard(async () => ok(200, await store.listProjects())))
-    .route('get', '/admin/projects/:projectId', guard(async (req) => ok(200, found(await store.getProject(id(req)), 'project'))))
-    .route('patch', '/admin/projects/:projectId', guard(async (req, rb) => {
-      const projectId = id(req);
-      const b = await jsonBody<{ name?: string; eventAllowance?: number | null }>(rb, schemas.patchProject);
-      const p = found(await store.updateProject(projectId, b), 'project');
-      hooks.allowanceChanged(projectId);
-      return ok(200, p);
-    }))
-    .route('get', '/admin/projects/:projectId/usage', guard(async (req) => ok(200, found(await store.usage(id(req)), 'project'))))
-    .route('get', '/admin/projects/:projectId/reports/revenue', guard(async (req) => {
-      const projectId = id(req);
-      found(await store.getProject(projectId), 'project');
-      return ok(200, await store.revenue(projectId));
-    }))
-    .route('get', '/admin/projects/:projectId/stats', guard(async (req) => {
-      const projectId = id(req);
-      found(await store.getProject(projectId), 'project');
-      return ok(200, stats(projectId));
-    }))
-    .route('get', '/admin/projects/:projectId/bots', guard(async (req) => {
-      const projectId = id(req);
-      found(await store.getProject(projectId), 'project');
-      return ok(200, await store.listBots(projectId));
-    }))
-    .route('post', '/admin/bots', guard(async (_req, rb) => {
-      const b = await jsonBody<{ messengerBotId?: number | string | null; projectId?: string | null; name?: string | null }>(rb, schemas.createBot, {});
-      const bot = await botWrite(store.createBot({ messengerBotId: toId(b.messengerBotId) ?? null, projectId: b.projectId?.toLowerCase() ?? null, name: b.name ?? null }));
-      return ok(201, { botId: bot.botId, bot });
-    }))
-    .route('get', '/admin/bots', guard(async () => ok(200, await store.listBots())))
-    .route('get', '/admin/bots/:botId', guard(async (req) => ok(200, found(await store.getBot(id(req)), 'bot'))))
-    .route('patch', '/admin/bots/:botId', guard(async (req, rb) => {
-      const botId = id(req);
-      const b = await jsonBody<{ projectId?: string | null; messengerBotId?: number | string | null; miniAppIngest?: boolean; apiIngest?: boolean; name?: string | null }>(rb, schemas.patchBot);
-      const bot = found(await botWrite(store.updateBot(botId, { ...b, projectId: b.projectId === undefined ? undefined : b.projectId?.toLowerCase() ?? null, messengerBotId: toId(b.messengerBotId) })), 'bot');
-      hooks.botChanged(botId);
-      return ok(200, bot);
-    }))
-    .route('post', '/admin/bots/:botId/tokens', guard(async (req) => {
-      const t = found(await store.createToken(id(req)), 'bot');
-      return ok(201, t);
-    }))
-    .route('get', '/admin/bots/:botId/tokens', guard(async (req) => {
-      const botId = id(req);
-      found(await store.getBot(botId), 'bot');
-      return ok(200, await store.listTokens(botId));
-    }))
-    .route('del', '/admin/tokens/:tokenId', guard(async (req) => {
-      const tokenId = id(req);
-      if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', { message: 'No such token.' });
-      hooks.tokenRevoked(tokenId);
-      return ok(204);
-    }));
+    .route(
+      'post',
+      '/admin/projects',
+      guard(async (_req, rb) => {
+        const b = await jsonBody<{ name: string; eventAllowance?: number | null }>(rb, schemas.createProject);
+        const p = await store.createProject(b.name, b.eventAllowance ?? null);
+        return ok(201, { projectId: p.projectId, project: p });
+      }),
+    )
+    .route(
+      'get',
+      '/admin/projects',
+      guard(async () => ok(200, await store.listProjects())),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId',
+      guard(async (req) => ok(200, found(await store.getProject(id(req)), 'project'))),
+    )
+    .route(
+      'patch',
+      '/admin/projects/:projectId',
+      guard(async (req, rb) => {
+        const projectId = id(req);
+        const b = await jsonBody<{ name?: string; eventAllowance?: number | null }>(rb, schemas.patchProject);
+        const p = found(await store.updateProject(projectId, b), 'project');
+        hooks.allowanceChanged(projectId);
+        return ok(200, p);
+      }),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId/usage',
+      guard(async (req) => ok(200, found(await store.usage(id(req)), 'project'))),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId/reports/revenue',
+      guard(async (req) => {
+        const projectId = id(req);
+        found(await store.getProject(projectId), 'project');
+        return ok(200, await store.revenue(projectId));
+      }),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId/stats',
+      guard(async (req) => {
+        const projectId = id(req);
+        found(await store.getProject(projectId), 'project');
+        return ok(200, stats(projectId));
+      }),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId/bots',
+      guard(async (req) => {
+        const projectId = id(req);
+        found(await store.getProject(projectId), 'project');
+        return ok(200, await store.listBots(projectId));
+      }),
+    )
+    .route(
+      'post',
+      '/admin/bots',
+      guard(async (_req, rb) => {
+        const b = await jsonBody<{
+          messengerBotId?: number | string | null;
+          projectId?: string | null;
+          name?: string | null;
+        }>(rb, schemas.createBot, {});
+        const bot = await botWrite(
+          store.createBot({
+            messengerBotId: toId(b.messengerBotId) ?? null,
+            projectId: b.projectId?.toLowerCase() ?? null,
+            name: b.name ?? null,
+          }),
+        );
+        return ok(201, { botId: bot.botId, bot });
+      }),
+    )
+    .route(
+      'get',
+      '/admin/bots',
+      guard(async () => ok(200, await store.listBots())),
+    )
+    .route(
+      'get',
+      '/admin/bots/:botId',
+      guard(async (req) => ok(200, found(await store.getBot(id(req)), 'bot'))),
+    )
+    .route(
+      'patch',
+      '/admin/bots/:botId',
+      guard(async (req, rb) => {
+        const botId = id(req);
+        const b = await jsonBody<{
+          projectId?: string | null;
+          messengerBotId?: number | string | null;
+          miniAppIngest?: boolean;
+          apiIngest?: boolean;
+          name?: string | null;
+        }>(rb, schemas.patchBot);
+        const bot = found(
+          await botWrite(
+            store.updateBot(botId, {
+              ...b,
+              projectId: b.projectId === undefined ? undefined : (b.projectId?.toLowerCase() ?? null),
+              messengerBotId: toId(b.messengerBotId),
+            }),
+          ),
+          'bot',
+        );
+        hooks.botChanged(botId);
+        return ok(200, bot);
+      }),
+    )
+    .route(
+      'post',
+      '/admin/bots/:botId/tokens',
+      guard(async (req) => {
+        const t = found(await store.createToken(id(req)), 'bot');
+        return ok(201, t);
+      }),
+    )
+    .route(
+      'get',
+      '/admin/bots/:botId/tokens',
+      guard(async (req) => {
+        const botId = id(req);
+        found(await store.getBot(botId), 'bot');
+        return ok(200, await store.listTokens(botId));
+      }),
+    )
+    .route(
+      'del',
+      '/admin/tokens/:tokenId',
+      guard(async (req) => {
+        const tokenId = id(req);
+        if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', { message: 'No such token.' });
+        hooks.tokenRevoked(tokenId);
+        return ok(204);
+      }),
+    );
 }

@@ -70,16 +70,31 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
   switch (key) {
     case 'project create': {
       const allowance = flags.get('allowance');
-      return { method: 'POST', path: '/admin/projects', body: { name: need(p[0], 'name'), ...(allowance === undefined ? {} : { eventAllowance: integer(allowance, '--allowance') }) } };
+      return {
+        method: 'POST',
+        path: '/admin/projects',
+        body: {
+          name: need(p[0], 'name'),
+          ...(allowance === undefined ? {} : { eventAllowance: integer(allowance, '--allowance') }),
+        },
+      };
     }
-    case 'project list': return { method: 'GET', path: '/admin/projects' };
-    case 'project show': return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}` };
+    case 'project list':
+      return { method: 'GET', path: '/admin/projects' };
+    case 'project show':
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}` };
     case 'project set-allowance': {
       const v = need(p[1], 'allowance');
-      return { method: 'PATCH', path: `/admin/projects/${need(p[0], 'projectId')}`, body: { eventAllowance: v === 'unlimited' ? null : integer(v, 'allowance') } };
+      return {
+        method: 'PATCH',
+        path: `/admin/projects/${need(p[0], 'projectId')}`,
+        body: { eventAllowance: v === 'unlimited' ? null : integer(v, 'allowance') },
+      };
     }
-    case 'project usage': return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/usage` };
-    case 'project revenue': return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/reports/revenue` };
+    case 'project usage':
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/usage` };
+    case 'project revenue':
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/reports/revenue` };
     case 'bot create': {
       const body: Record<string, unknown> = {};
       if (flags.has('project')) body.projectId = flags.get('project');
@@ -87,8 +102,12 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       if (flags.has('name')) body.name = flags.get('name');
       return { method: 'POST', path: '/admin/bots', body };
     }
-    case 'bot list': return flags.has('project') ? { method: 'GET', path: `/admin/projects/${flags.get('project')}/bots` } : { method: 'GET', path: '/admin/bots' };
-    case 'bot show': return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}` };
+    case 'bot list':
+      return flags.has('project')
+        ? { method: 'GET', path: `/admin/projects/${flags.get('project')}/bots` }
+        : { method: 'GET', path: '/admin/bots' };
+    case 'bot show':
+      return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}` };
     case 'bot update': {
       const body: Record<string, unknown> = {};
       const project = flags.get('project');
@@ -102,10 +121,14 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       if (Object.keys(body).length === 0) throw new UsageError('bot update needs at least one option');
       return { method: 'PATCH', path: `/admin/bots/${need(p[0], 'botId')}`, body };
     }
-    case 'token create': return { method: 'POST', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
-    case 'token list': return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
-    case 'token revoke': return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
-    default: throw new UsageError(argv.length === 0 ? 'no command given' : `unknown command "${key.trim()}"`);
+    case 'token create':
+      return { method: 'POST', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
+    case 'token list':
+      return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
+    case 'token revoke':
+      return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
+    default:
+      throw new UsageError(argv.length === 0 ? 'no command given' : `unknown command "${key.trim()}"`);
   }
 }
 
@@ -114,7 +137,10 @@ type CliEnv = ReturnType<typeof readCliEnv>;
 function adminToken(env: CliEnv): string {
   if (env.adminToken !== null) return env.adminToken;
   const path = adminTokenPath(env.dataDir);
-  if (!existsSync(path)) throw new UsageError(`no ADMIN_TOKEN and no ${path}: start the service once (make run), or set ADMIN_TOKEN (and DATA_DIR if the service uses another one)`);
+  if (!existsSync(path))
+    throw new UsageError(
+      `no ADMIN_TOKEN and no ${path}: start the service once (make run), or set ADMIN_TOKEN (and DATA_DIR if the service uses another one)`,
+    );
   return readFileSync(path, 'utf8').trim();
 }
 
@@ -128,7 +154,10 @@ function databaseUrl(env: CliEnv): string {
   const cluster = join(env.dataDir, 'postgres');
   const pidFile = join(cluster, 'postmaster.pid');
   const passwordFile = join(env.dataDir, 'service-password');
-  if (!existsSync(pidFile) || !existsSync(passwordFile)) throw new UsageError(`no embedded PostgreSQL is running in ${cluster}: start the service (make run), or set DATA_DIR`);
+  if (!existsSync(pidFile) || !existsSync(passwordFile))
+    throw new UsageError(
+      `no embedded PostgreSQL is running in ${cluster}: start the service (make run), or set DATA_DIR`,
+    );
   const port = Number(readFileSync(pidFile, 'utf8').split('\n')[3]);
   const password = readFileSync(passwordFile, 'utf8').trim();
   return `postgres://${SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/${SERVICE_DATABASE}`;
@@ -162,7 +191,10 @@ async function main(): Promise<number> {
   try {
     res = await fetch(`${base}${request.path}`, {
       method: request.method,
-      headers: { authorization: `Bearer ${token}`, ...(request.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
     });
   } catch (err) {
@@ -176,8 +208,11 @@ async function main(): Promise<number> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().then((code) => process.exit(code), (err: unknown) => {
-    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  });
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
 }

@@ -4,7 +4,20 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { HttpServer, Reply } from '../http/server.js';
 
 /** The page's ES modules, by section; admin.js is the entry, the others its imports. */
-export const PAGE_MODULES = ['admin.js', 'core.js', 'api.js', 'signin.js', 'projects.js', 'bots.js', 'tokens.js', 'confirm.js', 'plan.js', 'quarantine.js', 'watch.js', 'live.js'] as const;
+export const PAGE_MODULES = [
+  'admin.js',
+  'core.js',
+  'api.js',
+  'signin.js',
+  'projects.js',
+  'bots.js',
+  'tokens.js',
+  'confirm.js',
+  'plan.js',
+  'quarantine.js',
+  'watch.js',
+  'live.js',
+] as const;
 
 /** Asset name → Content-Type; served under /admin/page/, which no API route uses. */
 export const PAGE_ASSETS: Record<string, string> = {
@@ -26,13 +39,19 @@ const HEADERS: Record<string, string> = {
 function pageDir(): URL {
   const candidates = [new URL('./page/', import.meta.url), new URL('../../../src/admin/page/', import.meta.url)];
   const dir = candidates.find((d) => existsSync(new URL('index.html', d)));
-  if (dir === undefined) throw new Error(`admin page files not found (looked in ${candidates.map((d) => d.pathname).join(', ')})`);
+  if (dir === undefined)
+    throw new Error(`admin page files not found (looked in ${candidates.map((d) => d.pathname).join(', ')})`);
   return dir;
 }
 
 export function mountAdminPage(server: HttpServer): void {
   const dir = pageDir();
-  const file = (name: string, contentType: string): Reply => ({ status: 200, contentType, headers: HEADERS, body: readFileSync(new URL(name, dir), 'utf8') });
+  const file = (name: string, contentType: string): Reply => ({
+    status: 200,
+    contentType,
+    headers: HEADERS,
+    body: readFileSync(new URL(name, dir), 'utf8'),
+  });
 
   const index = file('index.html', 'text/html; charset=utf-8');
   // The same page on both: the server's status table has no 3xx, and index.html uses absolute asset URLs.

@@ -34,26 +34,69 @@ export interface TokenSummary {
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
 const iso = (v: Date | null): string | null => (v === null ? null : v.toISOString());
 
-interface ProjectRow { project_id: string; name: string; event_allowance: string | null; created_at: Date }
-const project = (r: ProjectRow): Project => ({ projectId: r.project_id, name: r.name, eventAllowance: num(r.event_allowance), createdAt: r.created_at.toISOString() });
-
-interface BotRow {
-  bot_id: string; messenger_bot_id: string | null; project_id: string | null; mini_app_ingest: boolean; api_ingest: boolean;
-  name: string | null; description: string | null; stars_amount: string | null; snapshot_at: Date | null; created_at: Date;
+interface ProjectRow {
+  project_id: string;
+  name: string;
+  event_allowance: string | null;
+  created_at: Date;
 }
-const bot = (r: BotRow): Bot => ({
-  botId: r.bot_id, messengerBotId: num(r.messenger_bot_id), projectId: r.project_id, miniAppIngest: r.mini_app_ingest, apiIngest: r.api_ingest,
-  name: r.name, description: r.description, starsAmount: num(r.stars_amount), snapshotAt: iso(r.snapshot_at), createdAt: r.created_at.toISOString(),
+const project = (r: ProjectRow): Project => ({
+  projectId: r.project_id,
+  name: r.name,
+  eventAllowance: num(r.event_allowance),
+  createdAt: r.created_at.toISOString(),
 });
 
-interface TokenRow { token_id: string; bot_id: string; hint: string; created_at: Date; revoked_at: Date | null }
-const token = (r: TokenRow): TokenSummary => ({ tokenId: r.token_id, botId: r.bot_id, hint: r.hint, createdAt: r.created_at.toISOString(), revokedAt: iso(r.revoked_at) });
+interface BotRow {
+  bot_id: string;
+  messenger_bot_id: string | null;
+  project_id: string | null;
+  mini_app_ingest: boolean;
+  api_ingest: boolean;
+  name: string | null;
+  description: string | null;
+  stars_amount: string | null;
+  snapshot_at: Date | null;
+  created_at: Date;
+}
+const bot = (r: BotRow): Bot => ({
+  botId: r.bot_id,
+  messengerBotId: num(r.messenger_bot_id),
+  projectId: r.project_id,
+  miniAppIngest: r.mini_app_ingest,
+  apiIngest: r.api_ingest,
+  name: r.name,
+  description: r.description,
+  starsAmount: num(r.stars_amount),
+  snapshotAt: iso(r.snapshot_at),
+  createdAt: r.created_at.toISOString(),
+});
+
+interface TokenRow {
+  token_id: string;
+  bot_id: string;
+  hint: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+const token = (r: TokenRow): TokenSummary => ({
+  tokenId: r.token_id,
+  botId: r.bot_id,
+  hint: r.hint,
+  createdAt: r.created_at.toISOString(),
+  revokedAt: iso(r.revoked_at),
+});
 
 export class AdminStore {
-  constructor(private readonly sql: Sql, private readonly tags: TokenTags) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly tags: TokenTags,
+  ) {}
 
   async createProject(name: string, eventAllowance: number | null): Promise<Project> {
-    const [r] = await this.sql<ProjectRow[]>`INSERT INTO projects (name, event_allowance) VALUES (${name}, ${eventAllowance}) RETURNING *`;
+    const [r] = await this.sql<
+      ProjectRow[]
+    >`INSERT INTO projects (name, event_allowance) VALUES (${name}, ${eventAllowance}) RETURNING *`;
     return project(r!);
   }
 
@@ -66,7 +109,10 @@ export class AdminStore {
     return r === undefined ? null : project(r);
   }
 
-  async updateProject(projectId: string, patch: { name?: string; eventAllowance?: number | null }): Promise<Project | null> {
+  async updateProject(
+    projectId: string,
+    patch: { name?: string; eventAllowance?: number | null },
+  ): Promise<Project | null> {
     const [r] = await this.sql<ProjectRow[]>`
       UPDATE projects SET
         name = CASE WHEN ${patch.name !== undefined} THEN ${patch.name ?? null}::text ELSE name END,
@@ -94,7 +140,10 @@ export class AdminStore {
         ORDER BY coalesce(tg->>'telegram_payment_charge_id', tg->>'provider_payment_charge_id', event_id::text), received_at
       ) p
       GROUP BY currency ORDER BY currency`;
-    return rows.map((r) => ({ currency: r.currency, totalAmount: Number.isSafeInteger(Number(r.total)) ? Number(r.total) : r.total }));
+    return rows.map((r) => ({
+      currency: r.currency,
+      totalAmount: Number.isSafeInteger(Number(r.total)) ? Number(r.total) : r.total,
+    }));
   }
 
   async createBot(b: { messengerBotId: string | null; projectId: string | null; name: string | null }): Promise<Bot> {
@@ -104,9 +153,10 @@ export class AdminStore {
   }
 
   async listBots(projectId?: string): Promise<Bot[]> {
-    const rows = projectId === undefined
-      ? await this.sql<BotRow[]>`SELECT * FROM bots ORDER BY created_at, bot_id`
-      : await this.sql<BotRow[]>`SELECT * FROM bots WHERE project_id = ${projectId} ORDER BY created_at, bot_id`;
+    const rows =
+      projectId === undefined
+        ? await this.sql<BotRow[]>`SELECT * FROM bots ORDER BY created_at, bot_id`
+        : await this.sql<BotRow[]>`SELECT * FROM bots WHERE project_id = ${projectId} ORDER BY created_at, bot_id`;
     return rows.map(bot);
   }
 
@@ -115,7 +165,16 @@ export class AdminStore {
     return r === undefined ? null : bot(r);
   }
 
-  async updateBot(botId: string, p: { projectId?: string | null; messengerBotId?: string | null; miniAppIngest?: boolean; apiIngest?: boolean; name?: string | null }): Promise<Bot | null> {
+  async updateBot(
+    botId: string,
+    p: {
+      projectId?: string | null;
+      messengerBotId?: string | null;
+      miniAppIngest?: boolean;
+      apiIngest?: boolean;
+      name?: string | null;
+    },
+  ): Promise<Bot | null> {
     const [r] = await this.sql<BotRow[]>`
       UPDATE bots SET
         project_id = CASE WHEN ${p.projectId !== undefined} THEN ${p.projectId ?? null}::uuid ELSE project_id END,
@@ -138,12 +197,17 @@ export class AdminStore {
   }
 
   async listTokens(botId: string): Promise<TokenSummary[]> {
-    return (await this.sql<TokenRow[]>`SELECT token_id, bot_id, hint, created_at, revoked_at FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`).map(token);
+    return (
+      await this.sql<
+        TokenRow[]
+      >`SELECT token_id, bot_id, hint, created_at, revoked_at FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`
+    ).map(token);
   }
 
   /** False when there is no such token. Revoking twice keeps the first revocation time. */
   async revokeToken(tokenId: string): Promise<boolean> {
-    const rows = await this.sql`UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE token_id = ${tokenId} RETURNING token_id`;
+    const rows = await this
+      .sql`UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE token_id = ${tokenId} RETURNING token_id`;
     return rows.length > 0;
   }
 }

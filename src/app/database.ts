@@ -38,7 +38,13 @@ export async function openDatabase(databaseUrl: string, config: Readonly<Config>
     if (m.created.length + m.dropped.length > 0) log.info(m, 'event partitions maintained');
   };
   await maintain();
-  const partitioner = setInterval(() => maintain().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'maintaining event partitions failed')), 3_600_000);
+  const partitioner = setInterval(
+    () =>
+      maintain().catch((err: unknown) =>
+        log.warn({ err: (err as Error).message }, 'maintaining event partitions failed'),
+      ),
+    3_600_000,
+  );
   partitioner.unref();
   const unwatch = watchDatabase(sql, log);
   return {

@@ -15,7 +15,9 @@ import { TokenBuckets } from '../limits/token-bucket.js';
 import { openApiDocument } from '../openapi.js';
 import type { Parts } from './wiring.js';
 
-const methodNotAllowed = (allow: string): Handler => () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
+const methodNotAllowed =
+  (allow: string): Handler =>
+  () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 
 /** The ingestion endpoints, on the main listener. */
 export function mountIngestion(server: HttpServer, p: Parts): void {
@@ -23,12 +25,24 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
   const closing = () => server.closing;
   const quality = { plans: p.plans, liveSample: (projectId: string) => p.live.sampleFor(projectId) };
   const botApi = botApiEndpoint({
-    tokens: p.tokens, buckets: new TokenBuckets(p.bucketOptions), authFailures: p.authFailures, pool: p.pool, ...p.commit, closing, ...quality,
+    tokens: p.tokens,
+    buckets: new TokenBuckets(p.bucketOptions),
+    authFailures: p.authFailures,
+    pool: p.pool,
+    ...p.commit,
+    closing,
+    ...quality,
     limits: { maxBytes: config.maxBodyBytes, maxDepth: config.maxJsonDepth, maxProfiles: config.maxProfilesPerRequest },
     onRateLimited: () => p.metrics.limited('bot_api'),
   });
   const webapp = webappEndpoint({
-    bots: p.bots, sessions: p.sessions, buckets: new TokenBuckets(p.bucketOptions), authFailures: p.authFailures, pool: p.pool, ...p.commit, ...quality,
+    bots: p.bots,
+    sessions: p.sessions,
+    buckets: new TokenBuckets(p.bucketOptions),
+    authFailures: p.authFailures,
+    pool: p.pool,
+    ...p.commit,
+    ...quality,
     limits: { maxBytes: config.webappMaxBodyBytes, maxDepth: config.maxJsonDepth },
     onRateLimited: () => p.metrics.limited('webapp'),
   });
@@ -39,25 +53,43 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
   };
   for (const path of PATHS.bot_api) server.route('post', path, botApi).route('any', path, methodNotAllowed('POST'));
   for (const path of PATHS.webapp) {
-    server.route('post', path, unlessClosing, { maxBodyBytes: config.webappMaxBodyBytes }).route('options', path, corsPreflight()).route('any', path, methodNotAllowed('POST, OPTIONS'));
+    server
+      .route('post', path, unlessClosing, { maxBodyBytes: config.webappMaxBodyBytes })
+      .route('options', path, corsPreflight())
+      .route('any', path, methodNotAllowed('POST, OPTIONS'));
   }
 }
 
-/** The admin page, API, live view and /metrics. `ownListener`: served on ADMIN_PORT, not beside the public endpoints. */
+/**
+ * The admin page, API, live view and /metrics. `ownListener`: served on ADMIN_PORT, not beside the public endpoints.
+ */
 export function mountAdministration(server: HttpServer, p: Parts, ownListener: boolean): void {
   // The page first: its routes are more specific than the API's.
   mountAdminPage(server);
   const projects = new AdminStore(p.sql, p.tokenTags);
   mountAdmin(server, projects, { guard: p.guard, stats: (projectId) => p.stats.get(projectId), hooks: p.hooks });
   mountQuality(server, projects, p.quality, {
-    guard: p.guard, hooks: p.hooks, maxJsonDepth: p.config.maxJsonDepth,
+    guard: p.guard,
+    hooks: p.hooks,
+    maxJsonDepth: p.config.maxJsonDepth,
     compile: (plan) => p.pool.compilePlan(plan),
-    replay: { sql: p.sql, sink: p.sink, quota: p.quota, plans: p.plans, recheck: (items) => p.pool.recheck(items, p.config.maxJsonDepth), onReplayed: (r) => p.metrics.replay(r) },
+    replay: {
+      sql: p.sql,
+      sink: p.sink,
+      quota: p.quota,
+      plans: p.plans,
+      recheck: (items) => p.pool.recheck(items, p.config.maxJsonDepth),
+      onReplayed: (r) => p.metrics.replay(r),
+    },
   });
   p.live.mount(server.app, PATHS.adminLive);
   // Beside the public endpoints /metrics needs the admin token (Prometheus sends it as a bearer
   // token); on a listener of its own, reachable only where it is bound, it needs none.
-  const metrics: Handler = async () => ({ status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await p.metrics.text() });
+  const metrics: Handler = async () => ({
+    status: 200,
+    contentType: 'text/plain; version=0.0.4; charset=utf-8',
+    body: await p.metrics.text(),
+  });
   server.route('get', PATHS.metrics, ownListener ? metrics : p.guard(metrics));
 }
 
@@ -66,7 +98,9 @@ export function mountCommon(server: HttpServer, p: Parts, closing: () => boolean
   const ready = (): Reply => {
     if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
     const state = p.readiness.state;
-    return state === 'ready' ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: state }, headers: { 'Retry-After': '1' } };
+    return state === 'ready'
+      ? { status: 200, body: { status: 'ready' } }
+      : { status: 503, body: { status: state }, headers: { 'Retry-After': '1' } };
   };
   server.route('get', PATHS.openapi, () => ({ status: 200, body: openApiDocument() }));
   server.route('get', PATHS.health, () => ({ status: 200, body: { status: 'ok' } }));

@@ -60,7 +60,13 @@ export interface Parts {
   stop(): void;
 }
 
-export async function wire(config: Readonly<Config>, sql: Sql, databaseUrl: string, adminToken: string, log: Logger): Promise<Parts> {
+export async function wire(
+  config: Readonly<Config>,
+  sql: Sql,
+  databaseUrl: string,
+  adminToken: string,
+  log: Logger,
+): Promise<Parts> {
   // This process among the instances sharing the database: its ledger rows and allowance leases.
   const instanceId = randomUUID();
   const tokenTags = await loadTokenTags(sql);
@@ -75,7 +81,13 @@ export async function wire(config: Readonly<Config>, sql: Sql, databaseUrl: stri
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
-    caches: () => ({ token: tokens.stats, bot: bots.stats, allowance: quota.stats, tracking_plan: plans.stats, initdata: sessions.stats }),
+    caches: () => ({
+      token: tokens.stats,
+      bot: bots.stats,
+      allowance: quota.stats,
+      tracking_plan: plans.stats,
+      initdata: sessions.stats,
+    }),
     tasks: () => pool.tasks,
     laneWaiting: () => pool.laneWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
@@ -114,34 +126,99 @@ export async function wire(config: Readonly<Config>, sql: Sql, databaseUrl: stri
   const quota = new Quota(sql, leases, { ttlMs: config.authCacheTtlMs, leaseMs, waitLimitMs: config.writeTimeoutMs });
   const plans = new PlanCache(sql, config.authCacheTtlMs);
   const guard = adminGuard(adminToken, config.adminAuthFailuresPerMin);
-  const live = new LiveHub({ perSecond: config.liveMessagesPerS, authorize: guard.authorize, failed: guard.failed, trustProxy: config.trustProxy });
+  const live = new LiveHub({
+    perSecond: config.liveMessagesPerS,
+    authorize: guard.authorize,
+    failed: guard.failed,
+    trustProxy: config.trustProxy,
+  });
   const quality = new QualityStore(sql, config.maxJsonDepth);
   const quarantineBudget = new QuarantineBudget(sql, config.quarantineMaxBytes, config.authCacheTtlMs);
-  const pruner = new QuarantinePruner(quality, {
-    maxEvents: config.quarantineMaxEvents, retentionDays: config.quarantineRetentionDays, everyMs: config.quarantinePruneEveryMs, flushDropped: () => quarantineBudget.flush(),
-  }, log);
+  const pruner = new QuarantinePruner(
+    quality,
+    {
+      maxEvents: config.quarantineMaxEvents,
+      retentionDays: config.quarantineRetentionDays,
+      everyMs: config.quarantinePruneEveryMs,
+      flushDropped: () => quarantineBudget.flush(),
+    },
+    log,
+  );
   const stats = new IngestStats();
   const authFailures = new AuthFailures({
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
-    perBot: { burst: config.initDataFailureBurstPerBot, perMin: config.initDataFailureRefillPerSPerBot * 60, maxKeys: 100_000 },
+    perBot: {
+      burst: config.initDataFailureBurstPerBot,
+      perMin: config.initDataFailureRefillPerSPerBot * 60,
+      maxKeys: 100_000,
+    },
   });
-  const sessions = new MiniAppSessions({ publicKeys: config.initDataPublicKeys, maxAgeS: config.initDataMaxAgeS, failures: authFailures, verify: (check, priority, admit) => pool.verify(check, priority, admit) });
+  const sessions = new MiniAppSessions({
+    publicKeys: config.initDataPublicKeys,
+    maxAgeS: config.initDataMaxAgeS,
+    failures: authFailures,
+    verify: (check, priority, admit) => pool.verify(check, priority, admit),
+  });
   // After every batch: metrics, the per-project stats, the pruner's list, the live view.
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
-    metrics.batch(t.channel, b.accepted + b.rejected + b.duplicated, {
-      accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated,
-      stored: o?.stored ?? 0, stored_not_billed: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0,
-    }, b.diagnosticCounts);
-    stats.record(t.projectId, { accepted: b.accepted, rejected: b.rejected, duplicated: b.duplicated, storedNotBilled: o?.storedNotBilled ?? 0, redelivered: o?.redelivered ?? 0 }, b.diagnosticCounts);
+    metrics.batch(
+      t.channel,
+      b.accepted + b.rejected + b.duplicated,
+      {
+        accepted: b.accepted,
+        rejected: b.rejected,
+        duplicated: b.duplicated,
+        stored: o?.stored ?? 0,
+        stored_not_billed: o?.storedNotBilled ?? 0,
+        redelivered: o?.redelivered ?? 0,
+      },
+      b.diagnosticCounts,
+    );
+    stats.record(
+      t.projectId,
+      {
+        accepted: b.accepted,
+        rejected: b.rejected,
+        duplicated: b.duplicated,
+        storedNotBilled: o?.storedNotBilled ?? 0,
+        redelivered: o?.redelivered ?? 0,
+      },
+      b.diagnosticCounts,
+    );
     if (o !== null) metrics.quarantine(b.quarantineCodes);
     if (o !== null && b.quarantineCount > 0) pruner.quarantined(t.projectId);
-    if (b.live !== null) live.publish(t.projectId, { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt }, b.live, b.accepted + b.rejected + b.duplicated);
+    if (b.live !== null)
+      live.publish(
+        t.projectId,
+        { channel: t.channel, botId: t.botId, receivedAt: t.receivedAt },
+        b.live,
+        b.accepted + b.rejected + b.duplicated,
+      );
   };
   // /readyz answers from a state refreshed once a second, never a query per request.
   const readiness = new Readiness(async () => ((await schemaReady(sql)) ? 'ready' : 'migrations_pending'));
   await readiness.refresh();
   return {
-    config, log, sql, metrics, sink, pool, tokens, bots, sessions, authFailures, quota, plans, guard, live, quality, stats, bodyBudget, tarpit, readiness, tokenTags,
+    config,
+    log,
+    sql,
+    metrics,
+    sink,
+    pool,
+    tokens,
+    bots,
+    sessions,
+    authFailures,
+    quota,
+    plans,
+    guard,
+    live,
+    quality,
+    stats,
+    bodyBudget,
+    tarpit,
+    readiness,
+    tokenTags,
     commit: { quota, sink, derived: new DerivedBytes(bodyBudget), quarantineBudget, onOutcome },
     hooks: {
       tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),

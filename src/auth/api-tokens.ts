@@ -74,8 +74,16 @@ export class TokenResolver {
   private untaggedCheckedAt = -Infinity;
   private untaggedChecking = false;
 
-  constructor(private readonly sql: Sql, private readonly tags: TokenTags, private readonly ttlMs: number, maxEntries = 100_000) {
-    this.cache = new RefreshingCache(batchLoader((keys) => this.load(keys)), { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
+  constructor(
+    private readonly sql: Sql,
+    private readonly tags: TokenTags,
+    private readonly ttlMs: number,
+    maxEntries = 100_000,
+  ) {
+    this.cache = new RefreshingCache(
+      batchLoader((keys) => this.load(keys)),
+      { what: 'API key', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 },
+    );
   }
 
   get stats() {
@@ -100,7 +108,10 @@ export class TokenResolver {
     return !this.tags.carries(token) && !this.untaggedMayBeLive();
   }
 
-  /** Asked of the database at start, then at most once per AUTH_CACHE_TTL_MS in the background; the last answer meanwhile. */
+  /**
+   * Asked of the database at start, then at most once per AUTH_CACHE_TTL_MS in the background; the last answer
+   * meanwhile.
+   */
   private untaggedMayBeLive(): boolean {
     if (!this.untaggedChecking && performance.now() - this.untaggedCheckedAt >= this.ttlMs) {
       this.checkUntagged().catch(() => undefined); // kept as it was; asked again on the next untagged key
@@ -112,7 +123,9 @@ export class TokenResolver {
     const at = performance.now();
     this.untaggedChecking = true;
     try {
-      const [row] = await this.sql<{ live: boolean }[]>`SELECT EXISTS (SELECT 1 FROM api_tokens WHERE NOT tagged AND revoked_at IS NULL) AS live`;
+      const [row] = await this.sql<
+        { live: boolean }[]
+      >`SELECT EXISTS (SELECT 1 FROM api_tokens WHERE NOT tagged AND revoked_at IS NULL) AS live`;
       this.untaggedLive = row?.live ?? true;
       this.untaggedCheckedAt = at;
     } finally {
@@ -132,7 +145,16 @@ export class TokenResolver {
   private async load(tokens: string[]): Promise<Map<string, TokenInfo>> {
     // Digests travel as hex text: postgres.js has no array type for bytea.
     const hashes = tokens.map((t) => hashToken(t).toString('hex'));
-    const rows = await this.sql<{ hash: string; token_id: string; bot_id: string; project_id: string | null; api_ingest: boolean; messenger_bot_id: string | null }[]>`
+    const rows = await this.sql<
+      {
+        hash: string;
+        token_id: string;
+        bot_id: string;
+        project_id: string | null;
+        api_ingest: boolean;
+        messenger_bot_id: string | null;
+      }[]
+    >`
       SELECT encode(t.token_hash, 'hex') AS hash, t.token_id, t.bot_id, b.project_id, b.api_ingest, b.messenger_bot_id
       FROM api_tokens t JOIN bots b USING (bot_id)
       WHERE t.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(${hashes}::text[]) AS h)) AND t.revoked_at IS NULL`;
@@ -140,7 +162,14 @@ export class TokenResolver {
     const found = new Map<string, TokenInfo>();
     tokens.forEach((token, i) => {
       const row = byHash.get(hashes[i]!);
-      if (row !== undefined) found.set(token, { tokenId: row.token_id, botId: row.bot_id, projectId: row.project_id, apiIngest: row.api_ingest, messengerBotId: row.messenger_bot_id });
+      if (row !== undefined)
+        found.set(token, {
+          tokenId: row.token_id,
+          botId: row.bot_id,
+          projectId: row.project_id,
+          apiIngest: row.api_ingest,
+          messengerBotId: row.messenger_bot_id,
+        });
     });
     return found;
   }

@@ -13,8 +13,15 @@ export interface BotInfo {
 export class BotResolver {
   private readonly cache: RefreshingCache<BotInfo>;
 
-  constructor(private readonly sql: Sql, ttlMs: number, maxEntries = 100_000) {
-    this.cache = new RefreshingCache(batchLoader((ids) => this.load(ids)), { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 });
+  constructor(
+    private readonly sql: Sql,
+    ttlMs: number,
+    maxEntries = 100_000,
+  ) {
+    this.cache = new RefreshingCache(
+      batchLoader((ids) => this.load(ids)),
+      { what: 'bot', ttlMs, maxStaleMs: ttlMs * 2, max: maxEntries, negativeMax: 10_000 },
+    );
   }
 
   get stats() {
@@ -36,8 +43,20 @@ export class BotResolver {
   }
 
   private async load(botIds: string[]): Promise<Map<string, BotInfo>> {
-    const rows = await this.sql<{ bot_id: string; project_id: string | null; messenger_bot_id: string | null; mini_app_ingest: boolean }[]>`
+    const rows = await this.sql<
+      { bot_id: string; project_id: string | null; messenger_bot_id: string | null; mini_app_ingest: boolean }[]
+    >`
       SELECT bot_id, project_id, messenger_bot_id, mini_app_ingest FROM bots WHERE bot_id = ANY(${botIds}::uuid[])`;
-    return new Map(rows.map((r) => [r.bot_id, { botId: r.bot_id, projectId: r.project_id, messengerBotId: r.messenger_bot_id, miniAppIngest: r.mini_app_ingest }]));
+    return new Map(
+      rows.map((r) => [
+        r.bot_id,
+        {
+          botId: r.bot_id,
+          projectId: r.project_id,
+          messengerBotId: r.messenger_bot_id,
+          miniAppIngest: r.mini_app_ingest,
+        },
+      ]),
+    );
   }
 }

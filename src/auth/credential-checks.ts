@@ -19,7 +19,13 @@ export interface FailureBudget {
   refundBot(botId: string): void;
 }
 
-export async function costlyCheck<T>(failures: FailureBudget, address: string, botId: string | undefined, check: () => Promise<T>, passed: (result: T) => boolean): Promise<T> {
+export async function costlyCheck<T>(
+  failures: FailureBudget,
+  address: string,
+  botId: string | undefined,
+  check: () => Promise<T>,
+  passed: (result: T) => boolean,
+): Promise<T> {
   const wait = failures.charge(address, botId);
   if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
   let result: T;
@@ -33,7 +39,10 @@ export async function costlyCheck<T>(failures: FailureBudget, address: string, b
   return result;
 }
 
-/** A credential missing or refused from memory (wrong shape, known to be unknown): counted as a failure; past the budget, 429 instead. */
+/**
+ * A credential missing or refused from memory (wrong shape, known to be unknown): counted as a failure; past the
+ * budget, 429 instead.
+ */
 export function refuseCheaply(failures: FailureBudget, address: string, refusal: HttpError): never {
   const wait = failures.retryAfterS(address);
   if (wait > 0) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
@@ -47,14 +56,29 @@ export interface CredentialResolver<T> {
   resolve(key: string): Promise<T | null>;
 }
 
-/** The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either way. */
-export async function resolveCredential<T>(failures: FailureBudget, address: string, resolver: CredentialResolver<T>, key: string, refusal: () => HttpError): Promise<T> {
+/**
+ * The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either
+ * way.
+ */
+export async function resolveCredential<T>(
+  failures: FailureBudget,
+  address: string,
+  resolver: CredentialResolver<T>,
+  key: string,
+  refusal: () => HttpError,
+): Promise<T> {
   if (resolver.cheap(key)) {
     const known = await resolver.resolve(key);
     if (known === null) refuseCheaply(failures, address, refusal());
     return known;
   }
-  const found = await costlyCheck(failures, address, undefined, () => resolver.resolve(key), (r) => r !== null);
+  const found = await costlyCheck(
+    failures,
+    address,
+    undefined,
+    () => resolver.resolve(key),
+    (r) => r !== null,
+  );
   if (found === null) throw refusal();
   return found;
 }

@@ -51,17 +51,20 @@ export function parseInitData(initData: string): InitDataCheck {
   const signature = get('signature');
   if (signature === undefined || signature === '') return { ok: false, code: 'initdata_signature_missing' };
   const authDateRaw = get('auth_date');
-  if (authDateRaw === undefined || !/^[0-9]{1,12}$/.test(authDateRaw)) return { ok: false, code: 'initdata_auth_date_missing' };
+  if (authDateRaw === undefined || !/^[0-9]{1,12}$/.test(authDateRaw))
+    return { ok: false, code: 'initdata_auth_date_missing' };
   const userRaw = get('user');
   let user: Record<string, unknown> | null = null;
   try {
     const parsed: unknown = userRaw === undefined ? null : JSON.parse(userRaw);
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) user = parsed as Record<string, unknown>;
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+      user = parsed as Record<string, unknown>;
   } catch {
     user = null;
   }
   const id = user?.id;
-  if (user === null || typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0) return { ok: false, code: 'initdata_user_missing' };
+  if (user === null || typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0)
+    return { ok: false, code: 'initdata_user_missing' };
 
   const fields = pairs
     .filter(([k]) => k !== 'hash' && k !== 'signature')

@@ -65,12 +65,17 @@ export class MiniAppSessions {
     const now = this.nowS();
     const age = checkAge(parsed.data.authDate, now, this.o.maxAgeS);
     if (age !== null) refuseCheaply(failures, address, new HttpError(age));
-    const check = { message: dataCheckString(messengerBotId, parsed.data.fields), signature: parsed.data.signature, publicKeys: this.o.publicKeys };
+    const check = {
+      message: dataCheckString(messengerBotId, parsed.data.fields),
+      signature: parsed.data.signature,
+      publicKeys: this.o.publicKeys,
+    };
     this.stats.misses++;
     // The address is charged now; the bot when the check starts running, so that checks waiting
     // for the lane hold none of its budget (a thousand real users opening the mini-app at once
     // would otherwise spend it). A check that finds a budget spent runs in the low-priority lane.
-    const wait = failures.retryAfterS(address, botId) > 0 ? failures.retryAfterS(address, botId) : failures.charge(address);
+    const wait =
+      failures.retryAfterS(address, botId) > 0 ? failures.retryAfterS(address, botId) : failures.charge(address);
     if (wait > 0) {
       if (!(await this.o.verify(check, 'low'))) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     } else {

@@ -1,7 +1,10 @@
 // Lookups that arrive in the same turn of the event loop share one query: a flood of unknown
 // credentials costs the database one statement per turn, not one per request.
 
-export function batchLoader<V>(loadMany: (keys: string[]) => Promise<Map<string, V>>, maxBatch = 500): (key: string) => Promise<V | null> {
+export function batchLoader<V>(
+  loadMany: (keys: string[]) => Promise<Map<string, V>>,
+  maxBatch = 500,
+): (key: string) => Promise<V | null> {
   let pending = new Map<string, { resolve: (v: V | null) => void; reject: (e: unknown) => void }[]>();
   let scheduled = false;
   const flush = () => {

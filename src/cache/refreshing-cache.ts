@@ -18,7 +18,10 @@ export interface CacheStats {
 
 /** The database could not be asked; `what` names the credential for the client's message. */
 export class LookupFailed extends Error {
-  constructor(readonly what: string, override readonly cause: unknown) {
+  constructor(
+    readonly what: string,
+    override readonly cause: unknown,
+  ) {
     super(`the ${what} could not be looked up: ${(cause as Error)?.message ?? String(cause)}`);
     this.name = 'LookupFailed';
   }
@@ -44,7 +47,10 @@ export class RefreshingCache<V extends object> {
   private readonly now: () => number;
   readonly stats: CacheStats = { hits: 0, misses: 0 };
 
-  constructor(private readonly load: (key: string) => Promise<V | null>, private readonly o: RefreshingCacheOptions) {
+  constructor(
+    private readonly load: (key: string) => Promise<V | null>,
+    private readonly o: RefreshingCacheOptions,
+  ) {
     this.lru = new LRUCache({ max: o.max });
     this.unknown = new LRUCache({ max: o.negativeMax });
     this.now = o.now ?? (() => performance.now());

@@ -11,7 +11,17 @@
 // not available, it runs as the system user `postgres`, which needs to reach DATA_DIR and the clone.
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +51,9 @@ async function binaries(): Promise<Binaries> {
     const mod = (await import(name)) as Binaries;
     return { initdb: mod.initdb, postgres: mod.postgres };
   } catch (err) {
-    throw new Error(`No embedded PostgreSQL for ${platform()}-${arch()} (${name}): set DATABASE_URL to a PostgreSQL server. ${(err as Error).message}`);
+    throw new Error(
+      `No embedded PostgreSQL for ${platform()}-${arch()} (${name}): set DATABASE_URL to a PostgreSQL server. ${(err as Error).message}`,
+    );
   }
 }
 
@@ -77,9 +89,18 @@ function scrubbedEnv(): NodeJS.ProcessEnv {
   return { PATH: '/usr/local/bin:/usr/bin:/bin', LC_ALL: 'C', LANG: 'C' };
 }
 
-function command(r: Runner, bin: string, args: string[]): { file: string; args: string[]; options: { uid?: number; gid?: number; env: NodeJS.ProcessEnv } } {
+function command(
+  r: Runner,
+  bin: string,
+  args: string[],
+): { file: string; args: string[]; options: { uid?: number; gid?: number; env: NodeJS.ProcessEnv } } {
   const env = scrubbedEnv();
-  if (r.kind === 'userns') return { file: 'unshare', args: ['--user', `--map-user=${NS_ID}`, `--map-group=${NS_ID}`, '--', bin, ...args], options: { env } };
+  if (r.kind === 'userns')
+    return {
+      file: 'unshare',
+      args: ['--user', `--map-user=${NS_ID}`, `--map-group=${NS_ID}`, '--', bin, ...args],
+      options: { env },
+    };
   if (r.kind === 'user') return { file: bin, args, options: { uid: r.uid, gid: r.gid, env } };
   return { file: bin, args, options: { env } };
 }
@@ -106,7 +127,9 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** The postmaster.pid of a server running on `cluster`: its pid, port and status ("ready" once it accepts connections). */
+/**
+ * The postmaster.pid of a server running on `cluster`: its pid, port and status ("ready" once it accepts connections).
+ */
 function postmaster(cluster: string): { pid: number; port: number; status: string } | null {
   try {
     const lines = readFileSync(join(cluster, 'postmaster.pid'), 'utf8').split('\n');
@@ -163,7 +186,10 @@ export class EmbeddedPostgres {
     if (!existsSync(join(cluster, 'PG_VERSION'))) await initCluster(bin, r, cluster, superuserFile, log);
     else await takeOwnership(r, cluster, log);
     if (!existsSync(serviceFile)) writeFileSync(serviceFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
-    const passwords = { superuser: readFileSync(superuserFile, 'utf8').trim(), service: readFileSync(serviceFile, 'utf8').trim() };
+    const passwords = {
+      superuser: readFileSync(superuserFile, 'utf8').trim(),
+      service: readFileSync(serviceFile, 'utf8').trim(),
+    };
     // A Unix socket in the cluster directory when its path fits the kernel's limit (107 bytes).
     const socketDir = Buffer.byteLength(`${cluster}/.s.PGSQL.65535`) <= 107 && !/['\s]/.test(cluster) ? cluster : null;
 
@@ -187,7 +213,10 @@ export class EmbeddedPostgres {
 
   private url(user: string, password: string, database: string): string {
     // Reused clusters may predate the socket; use it only if it is there.
-    const socket = this.socketDir !== null && existsSync(`${this.socketDir}/.s.PGSQL.${this.port}`) ? `?host=${encodeURIComponent(this.socketDir)}` : '';
+    const socket =
+      this.socketDir !== null && existsSync(`${this.socketDir}/.s.PGSQL.${this.port}`)
+        ? `?host=${encodeURIComponent(this.socketDir)}`
+        : '';
     return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${this.port}/${database}${socket}`;
   }
 
@@ -203,23 +232,34 @@ export class EmbeddedPostgres {
 
   /** The service role and its database, created once; an older cluster's data moves over. */
   private async provision(): Promise<void> {
-    const admin = postgres(this.superuserUrl.replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined, connect_timeout: 10 });
+    const admin = postgres(this.superuserUrl.replace(/\?host=.*$/, ''), {
+      max: 1,
+      onnotice: () => undefined,
+      connect_timeout: 10,
+    });
     try {
       const role = SERVICE_ROLE;
       await admin.unsafe(`DO $$ BEGIN
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${role}') THEN CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE; END IF;
       END $$`);
       await admin.unsafe(`ALTER ROLE ${role} PASSWORD '${this.passwords.service.replaceAll("'", "''")}'`);
-      const [{ exists }] = await admin<{ exists: boolean }[]>`SELECT EXISTS (SELECT FROM pg_database WHERE datname = ${SERVICE_DATABASE}) AS exists`;
+      const [{ exists }] = await admin<
+        { exists: boolean }[]
+      >`SELECT EXISTS (SELECT FROM pg_database WHERE datname = ${SERVICE_DATABASE}) AS exists`;
       if (exists) return;
-      const [{ legacy }] = await admin<{ legacy: boolean }[]>`SELECT to_regclass('public.schema_migrations') IS NOT NULL AS legacy`;
+      const [{ legacy }] = await admin<
+        { legacy: boolean }[]
+      >`SELECT to_regclass('public.schema_migrations') IS NOT NULL AS legacy`;
       if (!legacy) {
         await admin.unsafe(`CREATE DATABASE ${SERVICE_DATABASE} OWNER ${role}`);
         return;
       }
       // Earlier versions kept the schema in the database "postgres", owned by the superuser.
       this.log.info(`moving the service's tables into database ${SERVICE_DATABASE}, owned by role ${role}`);
-      const template = postgres(this.url('postgres', this.passwords.superuser, 'template1').replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined });
+      const template = postgres(this.url('postgres', this.passwords.superuser, 'template1').replace(/\?host=.*$/, ''), {
+        max: 1,
+        onnotice: () => undefined,
+      });
       try {
         await admin.end();
         await template.unsafe(`ALTER DATABASE postgres RENAME TO ${SERVICE_DATABASE}`);
@@ -228,7 +268,10 @@ export class EmbeddedPostgres {
       } finally {
         await template.end();
       }
-      const moved = postgres(this.url('postgres', this.passwords.superuser, SERVICE_DATABASE).replace(/\?host=.*$/, ''), { max: 1, onnotice: () => undefined });
+      const moved = postgres(
+        this.url('postgres', this.passwords.superuser, SERVICE_DATABASE).replace(/\?host=.*$/, ''),
+        { max: 1, onnotice: () => undefined },
+      );
       try {
         await moved.unsafe(`DO $$ DECLARE r record; BEGIN
           FOR r IN SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -287,7 +330,13 @@ async function takeOwnership(r: Runner, cluster: string, log: EmbeddedLog): Prom
   await run('chown', ['-R', r.kind === 'user' ? `${r.uid}:${r.gid}` : `${want}:${want}`, cluster]);
 }
 
-async function initCluster(bin: Binaries, r: Runner, cluster: string, passwordFile: string, log: EmbeddedLog): Promise<void> {
+async function initCluster(
+  bin: Binaries,
+  r: Runner,
+  cluster: string,
+  passwordFile: string,
+  log: EmbeddedLog,
+): Promise<void> {
   log.info(`initialising embedded PostgreSQL in ${cluster}`);
   mkdirSync(cluster, { recursive: true, mode: 0o700 });
   if (r.kind === 'user') await run('chown', [`${r.uid}:${r.gid}`, cluster]);
@@ -297,7 +346,16 @@ async function initCluster(bin: Binaries, r: Runner, cluster: string, passwordFi
   writeFileSync(initPw, readFileSync(passwordFile), { mode: 0o600 });
   if (r.kind === 'user') await run('chown', [`${r.uid}:${r.gid}`, initPw]);
   try {
-    const c = command(r, bin.initdb, ['-D', cluster, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${initPw}`, '--encoding=UTF8', '--locale=C']);
+    const c = command(r, bin.initdb, [
+      '-D',
+      cluster,
+      '-U',
+      'postgres',
+      '--auth=scram-sha-256',
+      `--pwfile=${initPw}`,
+      '--encoding=UTF8',
+      '--locale=C',
+    ]);
     await run(c.file, c.args, c.options);
   } catch (err) {
     rmSync(cluster, { recursive: true, force: true });
@@ -308,7 +366,14 @@ async function initCluster(bin: Binaries, r: Runner, cluster: string, passwordFi
 }
 
 /** Starts the postmaster as a detached child and resolves with its pid once it accepts connections. */
-async function launch(bin: Binaries, r: Runner, cluster: string, port: number, socketDir: string | null, log: EmbeddedLog): Promise<number> {
+async function launch(
+  bin: Binaries,
+  r: Runner,
+  cluster: string,
+  port: number,
+  socketDir: string | null,
+  log: EmbeddedLog,
+): Promise<number> {
   log.info(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
   const settings = [
     'listen_addresses=127.0.0.1',

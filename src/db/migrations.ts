@@ -301,7 +301,9 @@ export async function migrate(sql: Sql): Promise<number[]> {
       name       text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`;
-    const done = new Set((await tx<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version));
+    const done = new Set(
+      (await tx<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version),
+    );
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       await tx.unsafe(m.sql);

@@ -14,12 +14,20 @@ export interface Maintained {
   dropped: string[];
 }
 
-export async function maintainPartitions(sql: Sql, retentionMonths: number | null, now = new Date()): Promise<Maintained> {
+export async function maintainPartitions(
+  sql: Sql,
+  retentionMonths: number | null,
+  now = new Date(),
+): Promise<Maintained> {
   return sql.begin(async (tx) => {
     const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`;
     if (!lock?.ok) return { created: [], dropped: [] };
-    const existing = new Set((await tx<{ name: string }[]>`
-      SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`).map((r) => r.name));
+    const existing = new Set(
+      (
+        await tx<{ name: string }[]>`
+      SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`
+      ).map((r) => r.name),
+    );
     const created: string[] = [];
     for (let k = -1; k <= 2; k++) {
       const month = monthStart(now, k);

@@ -18,5 +18,10 @@ export async function readUsage(sql: Sql, projectId: string): Promise<Usage | nu
     LEFT JOIN billing_usage l ON l.project_id = p.project_id AND l.month = (date_trunc('month', now() AT TIME ZONE 'UTC'))::date
     WHERE p.project_id = ${projectId}`;
   if (r === undefined) return null;
-  return { month: r.month, eventAllowance: r.event_allowance === null ? null : Number(r.event_allowance), eventsBilled: Number(r.billed), eventsStored: Number(r.stored) };
+  return {
+    month: r.month,
+    eventAllowance: r.event_allowance === null ? null : Number(r.event_allowance),
+    eventsBilled: Number(r.billed),
+    eventsStored: Number(r.stored),
+  };
 }

@@ -14,19 +14,25 @@ export function watchDatabase(sql: Sql, log: Logger, everyMs = 1000): () => void
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${everyMs} ms`)), everyMs);
     });
-    Promise.race([sql`SELECT 1`, late]).then(
-      () => {
-        if (!up) log.info('database reachable again');
-        up = true;
-      },
-      (err: unknown) => {
-        if (up) log.error({ err: (err as Error).message }, 'database unreachable; requests that need it get 503 until it is back');
-        up = false;
-      },
-    ).finally(() => {
-      clearTimeout(timer);
-      checking = false;
-    });
+    Promise.race([sql`SELECT 1`, late])
+      .then(
+        () => {
+          if (!up) log.info('database reachable again');
+          up = true;
+        },
+        (err: unknown) => {
+          if (up)
+            log.error(
+              { err: (err as Error).message },
+              'database unreachable; requests that need it get 503 until it is back',
+            );
+          up = false;
+        },
+      )
+      .finally(() => {
+        clearTimeout(timer);
+        checking = false;
+      });
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);

@@ -8,7 +8,8 @@ export interface CorsPolicy {
 export function corsHeaders(req: Request, policy: CorsPolicy): Record<string, string> {
   const origin = req.headers.origin;
   const exposed = 'Retry-After, X-Request-Id';
-  if (policy.origins.includes('*')) return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': exposed };
+  if (policy.origins.includes('*'))
+    return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': exposed };
   if (origin !== undefined && policy.origins.includes(origin)) {
     return { 'Access-Control-Allow-Origin': origin, Vary: 'Origin', 'Access-Control-Expose-Headers': exposed };
   }

@@ -81,7 +81,12 @@ export class LiveHub {
   }
 
   /** After a batch is answered: its described events to each viewer, as far as its budget allows. */
-  publish(projectId: string, meta: { channel: Channel; botId: string; receivedAt: string }, events: LiveEvent[], total: number): void {
+  publish(
+    projectId: string,
+    meta: { channel: Channel; botId: string; receivedAt: string },
+    events: LiveEvent[],
+    total: number,
+  ): void {
     const set = this.viewers.get(projectId);
     if (set === undefined) return;
     for (const v of set) {
@@ -111,17 +116,29 @@ export class LiveHub {
         const key = req.getHeader('sec-websocket-key');
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');
-        const address = clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for') || undefined, this.o.trustProxy);
+        const address = clientAddress(
+          Buffer.from(res.getRemoteAddressAsText()).toString(),
+          req.getHeader('x-forwarded-for') || undefined,
+          this.o.trustProxy,
+        );
         if (projectId === null) {
-          res.cork(() => res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json').writeHeader('X-Content-Type-Options', 'nosniff')
-            .end('{"error":"bad_request","message":"projectId must be a UUID."}'));
+          res.cork(() =>
+            res
+              .writeStatus('400 Bad Request')
+              .writeHeader('Content-Type', 'application/json')
+              .writeHeader('X-Content-Type-Options', 'nosniff')
+              .end('{"error":"bad_request","message":"projectId must be a UUID."}'),
+          );
           return;
         }
         res.upgrade<ViewerData>({ projectId, address, viewer: null, timer: null }, key, protocol, extensions, context);
       },
       open: (ws) => {
         const data = ws.getUserData();
-        data.timer = setTimeout(() => ws.end(4001, 'admin_unauthorized: send {"token": "<ADMIN_TOKEN>"} first'), AUTH_TIMEOUT_MS);
+        data.timer = setTimeout(
+          () => ws.end(4001, 'admin_unauthorized: send {"token": "<ADMIN_TOKEN>"} first'),
+          AUTH_TIMEOUT_MS,
+        );
       },
       message: (ws, message) => {
         const data = ws.getUserData();

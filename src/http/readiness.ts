@@ -8,7 +8,10 @@ export class Readiness {
   private running = false;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly check: () => Promise<ReadyState>, private readonly everyMs = 1000) {
+  constructor(
+    private readonly check: () => Promise<ReadyState>,
+    private readonly everyMs = 1000,
+  ) {
     this.timer = setInterval(() => void this.refresh(), everyMs);
     this.timer.unref();
   }

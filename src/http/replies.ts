@@ -14,19 +14,50 @@ function toHttpError(err: unknown): HttpError | null {
   if (err instanceof HttpError) return err;
   if (err instanceof QuotaRefusal) {
     switch (err.reason) {
-      case 'exhausted': return new HttpError('allowance_exhausted');
-      case 'unreadable': return new HttpError('unavailable', { message: "The project's allowance could not be read; retry shortly.", retryAfterS: 2 });
-      case 'settling': return new HttpError('unavailable', { message: 'Events near the end of the allowance are still being committed; retry shortly.', retryAfterS: 1 });
+      case 'exhausted':
+        return new HttpError('allowance_exhausted');
+      case 'unreadable':
+        return new HttpError('unavailable', {
+          message: "The project's allowance could not be read; retry shortly.",
+          retryAfterS: 2,
+        });
+      case 'settling':
+        return new HttpError('unavailable', {
+          message: 'Events near the end of the allowance are still being committed; retry shortly.',
+          retryAfterS: 1,
+        });
     }
   }
-  if (err instanceof TaskFailed && err.byInput) return new HttpError('bad_request', { message: 'The body could not be processed: it is too large or too deeply nested for this service.' });
-  if (err instanceof PoolOverloaded) return new HttpError('overloaded', { message: 'The service is overloaded; retry shortly.', retryAfterS: 1 });
-  if (err instanceof LookupFailed) return new HttpError('unavailable', { message: `The ${err.what} could not be checked right now; retry shortly.`, retryAfterS: 2 });
+  if (err instanceof TaskFailed && err.byInput)
+    return new HttpError('bad_request', {
+      message: 'The body could not be processed: it is too large or too deeply nested for this service.',
+    });
+  if (err instanceof PoolOverloaded)
+    return new HttpError('overloaded', { message: 'The service is overloaded; retry shortly.', retryAfterS: 1 });
+  if (err instanceof LookupFailed)
+    return new HttpError('unavailable', {
+      message: `The ${err.what} could not be checked right now; retry shortly.`,
+      retryAfterS: 2,
+    });
   if (err instanceof WriteError) {
     switch (err.kind) {
-      case 'refused': return new HttpError('storage_refused', { message: `The database refused to store these events; nothing of this request was stored. ${err.message}`, details: { sqlstate: err.sqlstate ?? null } });
-      case 'overloaded': return new HttpError('overloaded', { message: 'Too many events are waiting for the database; retry after the delay in Retry-After. Nothing of this request was stored.', retryAfterS: 1 });
-      case 'unavailable': return new HttpError('unavailable', { message: 'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.', retryAfterS: 1 });
+      case 'refused':
+        return new HttpError('storage_refused', {
+          message: `The database refused to store these events; nothing of this request was stored. ${err.message}`,
+          details: { sqlstate: err.sqlstate ?? null },
+        });
+      case 'overloaded':
+        return new HttpError('overloaded', {
+          message:
+            'Too many events are waiting for the database; retry after the delay in Retry-After. Nothing of this request was stored.',
+          retryAfterS: 1,
+        });
+      case 'unavailable':
+        return new HttpError('unavailable', {
+          message:
+            'The events could not be confirmed as committed. Retry after the delay in Retry-After: events already stored are recognised by eventId and not stored twice.',
+          retryAfterS: 1,
+        });
     }
   }
   return null;

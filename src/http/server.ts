@@ -35,7 +35,9 @@ export interface Reply {
   late?: boolean;
 }
 
-/** Resolves with the whole body, or rejects with 413 past the limit, 503 past the budget, or when the client goes away. */
+/**
+ * Resolves with the whole body, or rejects with 413 past the limit, 503 past the budget, or when the client goes away.
+ */
 export type BodyReader = () => Promise<Buffer>;
 
 export type Handler = (req: Request, readBody: BodyReader) => Promise<Reply> | Reply;
@@ -94,9 +96,14 @@ export class HttpServer {
         this.serve(res, req, handler, paramCount, maxBody);
       } catch (err) {
         // Only a bug gets here; the request is answered and the process goes on.
-        this.opts.onError?.({ method: '?', path: '?', query: '', headers: {}, requestId: '?', params: [], address: '' }, err);
+        this.opts.onError?.(
+          { method: '?', path: '?', query: '', headers: {}, requestId: '?', params: [], address: '' },
+          err,
+        );
         try {
-          res.cork(() => res.writeStatus('500 Internal Server Error').end('{"error":"internal","message":"Internal error."}', true));
+          res.cork(() =>
+            res.writeStatus('500 Internal Server Error').end('{"error":"internal","message":"Internal error."}', true),
+          );
         } catch {
           // already answered or aborted
         }
@@ -121,7 +128,11 @@ export class HttpServer {
       headers,
       requestId: sent !== undefined && REQUEST_ID.test(sent) ? sent : randomUUID(),
       params,
-      address: clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for'], this.opts.trustProxy),
+      address: clientAddress(
+        Buffer.from(res.getRemoteAddressAsText()).toString(),
+        headers['x-forwarded-for'],
+        this.opts.trustProxy,
+      ),
     };
     this.inflight++;
 
@@ -156,11 +167,16 @@ export class HttpServer {
       bodyReject(new Aborted('the client went away'));
     });
 
-    const tooLarge = () => new HttpError('payload_too_large', { message: `The body exceeds ${max} bytes.`, details: { maxBytes: max } });
+    const tooLarge = () =>
+      new HttpError('payload_too_large', { message: `The body exceeds ${max} bytes.`, details: { maxBytes: max } });
     const declaredRaw = headers['content-length'];
     const declared = declaredRaw === undefined ? null : /^\d{1,15}$/.test(declaredRaw) ? Number(declaredRaw) : NaN;
     if (declared !== null && declared > max) refuse(tooLarge());
-    else if (NO_BODY.has(req.method) || declared === 0 || (declared === null && headers['transfer-encoding'] === undefined)) {
+    else if (
+      NO_BODY.has(req.method) ||
+      declared === 0 ||
+      (declared === null && headers['transfer-encoding'] === undefined)
+    ) {
       // No body follows (or none is read): uWS would never call onData.
       bodyDone = true;
       bodyResolve(Buffer.alloc(0));
@@ -169,7 +185,14 @@ export class HttpServer {
       if (bodyDone) return;
       const n = chunk.byteLength;
       if (size + n > max) return refuse(tooLarge());
-      if (!budget.take(n)) return refuse(new HttpError('overloaded', { message: 'The service is receiving more request data than it holds at once; retry after the delay in Retry-After.', retryAfterS: 1 }));
+      if (!budget.take(n))
+        return refuse(
+          new HttpError('overloaded', {
+            message:
+              'The service is receiving more request data than it holds at once; retry after the delay in Retry-After.',
+            retryAfterS: 1,
+          }),
+        );
       held += n;
       // uWS neuters the chunk when this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
@@ -219,7 +242,12 @@ export class HttpServer {
   /** The reply's body as bytes; a body that cannot be serialised (a cycle, a stack overflow) is this request's 500. */
   private serialise(req: Request, reply: Reply): { reply: Reply; body: Uint8Array } {
     try {
-      const text = reply.body === undefined ? '' : typeof reply.body === 'string' || reply.body instanceof Uint8Array ? reply.body : JSON.stringify(reply.body);
+      const text =
+        reply.body === undefined
+          ? ''
+          : typeof reply.body === 'string' || reply.body instanceof Uint8Array
+            ? reply.body
+            : JSON.stringify(reply.body);
       return { reply, body: typeof text === 'string' ? Buffer.from(text) : text };
     } catch (err) {
       this.opts.onError?.(req, err);
@@ -263,7 +291,14 @@ export class HttpServer {
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       // Exclusive: uWS defaults to SO_REUSEPORT, which would let a second server share the port silently.
-      (this.app.listen as unknown as (h: string, p: number, o: number, cb: (s: us_listen_socket | false) => void) => void)(host, port, 1, (socket) => {
+      (
+        this.app.listen as unknown as (
+          h: string,
+          p: number,
+          o: number,
+          cb: (s: us_listen_socket | false) => void,
+        ) => void
+      )(host, port, 1, (socket) => {
         if (!socket) {
           reject(new Error(`cannot listen on ${host}:${port} (is the port in use?)`));
           return;

@@ -47,11 +47,14 @@ export class Tarpit {
   private schedule(): void {
     const next = this.queue[this.head];
     if (next === undefined) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.flush(this.now());
-      this.schedule();
-    }, Math.max(0, next.due - this.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.flush(this.now());
+        this.schedule();
+      },
+      Math.max(0, next.due - this.now()),
+    );
   }
 
   private flush(until: number): void {

@@ -12,8 +12,16 @@ let uws: typeof UWS;
 try {
   uws = require(binary) as typeof UWS;
 } catch (err) {
-  throw new Error(`uWebSockets.js has no binary for ${process.platform}-${process.arch} with Node ABI ${process.versions.modules} (${binary}): ${(err as Error).message}`);
+  throw new Error(
+    `uWebSockets.js has no binary for ${process.platform}-${process.arch} with Node ABI ${process.versions.modules} (${binary}): ${(err as Error).message}`,
+  );
 }
 
 export default uws;
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from '@trufflesuite/uws-js-unofficial';
+export type {
+  HttpRequest,
+  HttpResponse,
+  TemplatedApp,
+  us_listen_socket,
+  WebSocket,
+} from '@trufflesuite/uws-js-unofficial';

@@ -32,7 +32,11 @@ export interface BotApiDeps extends CommitDeps, QualityDeps {
 }
 
 function rateHeaders(r: TakeResult): Record<string, string> {
-  return { 'RateLimit-Limit': String(r.limit), 'RateLimit-Remaining': String(r.remaining), 'RateLimit-Reset': String(r.resetS) };
+  return {
+    'RateLimit-Limit': String(r.limit),
+    'RateLimit-Remaining': String(r.remaining),
+    'RateLimit-Reset': String(r.resetS),
+  };
 }
 
 export function botApiEndpoint(deps: BotApiDeps): Handler {
@@ -41,9 +45,16 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     checkContentType(req, false);
     const gzip = isGzip(req);
     const key = req.headers['x-api-key']?.trim();
-    if (key === undefined || key === '') refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
+    if (key === undefined || key === '')
+      refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
     // A key that would cost a query is refused to an address that keeps presenting unknown ones.
-    const token = await resolveCredential(deps.authFailures, req.address, deps.tokens, key, () => new HttpError('api_key_invalid'));
+    const token = await resolveCredential(
+      deps.authFailures,
+      req.address,
+      deps.tokens,
+      key,
+      () => new HttpError('api_key_invalid'),
+    );
     const rate = deps.buckets.take(token.tokenId);
     // From here every answer, a refusal too, tells the token's bucket, as the IETF draft expects.
     req.replyHeaders = rateHeaders(rate);
@@ -65,10 +76,27 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     try {
       const receivedAt = new Date().toISOString();
       const connection = `token:${token.tokenId}`;
-      const ctx = { projectId, botId: token.botId, receivedAt, channel: 'bot_api' as const, connection, userId: null, messengerBotId: token.messengerBotId, plan, liveSample: deps.liveSample(projectId) };
+      const ctx = {
+        projectId,
+        botId: token.botId,
+        receivedAt,
+        channel: 'bot_api' as const,
+        connection,
+        userId: null,
+        messengerBotId: token.messengerBotId,
+        plan,
+        liveSample: deps.liveSample(projectId),
+      };
       const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
       if (!result.ok) throw HttpError.from(result.refusal);
-      return await commitBatch(deps, result.batch, { channel: 'bot_api', projectId, botId: token.botId, connection, receivedAt, authoritativeProfiles: false });
+      return await commitBatch(deps, result.batch, {
+        channel: 'bot_api',
+        projectId,
+        botId: token.botId,
+        connection,
+        receivedAt,
+        authoritativeProfiles: false,
+      });
     } finally {
       deps.derived.releaseBody(projectId, bodyBytes);
     }

@@ -30,7 +30,10 @@ export function responseBody(b: BatchResult, storedNotBilled: number): ResponseB
   };
 }
 
-/** Where the rows go (the writer's target: the connection bills messenger actions, verified profiles replace stored ones), and their channel. */
+/**
+ * Where the rows go (the writer's target: the connection bills messenger actions, verified profiles replace stored
+ * ones), and their channel.
+ */
 export interface CommitTarget extends WriteTarget {
   channel: Channel;
 }
@@ -50,26 +53,43 @@ export interface CommitDeps {
  * warning concerns the whole request, so it comes first (the diagnostics' last gives way if need be).
  */
 function withoutQuarantine(b: BatchResult): BatchResult {
-  const full = { event_id: null, code: 'quarantine_full' as const, severity: 'warning' as const, path: 'quarantine', message: `the project's quarantine is full (QUARANTINE_MAX_BYTES); ${b.quarantineCount} rejected events were not kept` };
+  const full = {
+    event_id: null,
+    code: 'quarantine_full' as const,
+    severity: 'warning' as const,
+    path: 'quarantine',
+    message: `the project's quarantine is full (QUARANTINE_MAX_BYTES); ${b.quarantineCount} rejected events were not kept`,
+  };
   const diagnostics = [full, ...b.diagnostics];
   const cut = diagnostics.length > MAX_DIAGNOSTICS;
   if (cut) diagnostics.length = MAX_DIAGNOSTICS;
   const diagnosticCounts = { ...b.diagnosticCounts, 'quarantine_full/warning': 1 };
-  return { ...b, quarantine: new Uint8Array(0), quarantineCount: 0, quarantineCodes: {}, diagnostics, diagnosticCounts, diagnosticsTruncated: b.diagnosticsTruncated || cut };
+  return {
+    ...b,
+    quarantine: new Uint8Array(0),
+    quarantineCount: 0,
+    quarantineCodes: {},
+    diagnostics,
+    diagnosticCounts,
+    diagnosticsTruncated: b.diagnosticsTruncated || cut,
+  };
 }
 
-const OVER_SHARE = 'The service, or this project\'s share of it, holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.';
+const OVER_SHARE =
+  "The service, or this project's share of it, holds more request data than it may at once; retry after the delay in Retry-After. Nothing of this request was stored.";
 
 /** Before any work on a body of `declared` bytes: a project already at its share of MAX_INFLIGHT_BODY_BYTES waits. */
 export function checkRoom(deps: CommitDeps, projectId: string, declared = 0): void {
-  if (!deps.derived.roomFor(projectId, declared)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
+  if (!deps.derived.roomFor(projectId, declared))
+    throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
 }
 
 export async function commitBatch(deps: CommitDeps, result: BatchResult, t: CommitTarget): Promise<Reply> {
   let batch = result;
   // What this request holds until the commit settles is counted before anything is awaited.
   let derived = batch.rows.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
-  if (!deps.derived.take(t.projectId, derived)) throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
+  if (!deps.derived.take(t.projectId, derived))
+    throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
   try {
     if (batch.quarantineCount > 0 && !(await deps.quarantineBudget.admit(t.projectId, batch.quarantine.byteLength))) {
       deps.quarantineBudget.drop(t.projectId, batch.quarantineCount);

@@ -7,7 +7,9 @@ export function isGzip(req: Request): boolean {
   const enc = req.headers['content-encoding']?.trim().toLowerCase();
   if (enc === undefined || enc === '' || enc === 'identity') return false;
   if (enc === 'gzip' || enc === 'x-gzip') return true;
-  throw new HttpError('unsupported_encoding', { message: `Content-Encoding "${enc.slice(0, 40)}" is not supported; use gzip or none.` });
+  throw new HttpError('unsupported_encoding', {
+    message: `Content-Encoding "${enc.slice(0, 40)}" is not supported; use gzip or none.`,
+  });
 }
 
 /** JSON, or absent; the webapp endpoint also takes text/plain, which browsers send without a CORS preflight. */
@@ -16,5 +18,7 @@ export function checkContentType(req: Request, allowTextPlain: boolean): void {
   if (ct === undefined || ct === '') return;
   const type = ct.split(';')[0]!.trim().toLowerCase();
   if (type === 'application/json' || (allowTextPlain && type === 'text/plain')) return;
-  throw new HttpError('unsupported_media_type', { message: `Content-Type "${type.slice(0, 60)}" is not supported; send application/json.` });
+  throw new HttpError('unsupported_media_type', {
+    message: `Content-Type "${type.slice(0, 60)}" is not supported; send application/json.`,
+  });
 }

@@ -33,13 +33,29 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const gzip = isGzip(req);
     const raw = await readBody();
     // An address past its failure budget waits in the low-priority lane for anything it costs.
-    const opened = await deps.pool.openWebapp(raw, gzip, deps.limits, deps.authFailures.retryAfterS(req.address) > 0 ? 'low' : 'normal');
+    const opened = await deps.pool.openWebapp(
+      raw,
+      gzip,
+      deps.limits,
+      deps.authFailures.retryAfterS(req.address) > 0 ? 'low' : 'normal',
+    );
     if (!opened.ok) refuseCheaply(deps.authFailures, req.address, HttpError.from(opened.refusal));
     const { botId, initData } = opened.envelope;
     // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
-    const bot = await resolveCredential(deps.authFailures, req.address, deps.bots, botId, () => new HttpError('bot_unknown'));
+    const bot = await resolveCredential(
+      deps.authFailures,
+      req.address,
+      deps.bots,
+      botId,
+      () => new HttpError('bot_unknown'),
+    );
     if (bot.messengerBotId === null) throw new HttpError('webapp_bot_not_configured');
-    if (initData === null) refuseCheaply(deps.authFailures, req.address, new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' }));
+    if (initData === null)
+      refuseCheaply(
+        deps.authFailures,
+        req.address,
+        new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' }),
+      );
     const user = await deps.sessions.check(req.address, botId, bot.messengerBotId, initData);
     if (bot.projectId === null) throw new HttpError('webapp_bot_not_linked');
     if (!bot.miniAppIngest) throw new HttpError('miniapp_ingest_disabled');
@@ -58,10 +74,26 @@ export function webappEndpoint(deps: WebappDeps): Handler {
       const plan = await deps.plans.get(projectId);
       const receivedAt = new Date().toISOString();
       const connection = `webapp:${botId}`;
-      const ctx = { projectId, botId, receivedAt, channel: 'webapp' as const, connection, userId: user.id, plan, liveSample: deps.liveSample(projectId) };
+      const ctx = {
+        projectId,
+        botId,
+        receivedAt,
+        channel: 'webapp' as const,
+        connection,
+        userId: user.id,
+        plan,
+        liveSample: deps.liveSample(projectId),
+      };
       const result = await deps.pool.webapp(opened, raw, gzip, deps.limits, ctx, user);
       if (!result.ok) throw HttpError.from(result.refusal);
-      return await commitBatch(deps, result.batch, { channel: 'webapp', projectId, botId, connection, receivedAt, authoritativeProfiles: true });
+      return await commitBatch(deps, result.batch, {
+        channel: 'webapp',
+        projectId,
+        botId,
+        connection,
+        receivedAt,
+        authoritativeProfiles: true,
+      });
     } finally {
       deps.derived.releaseBody(projectId, bodyBytes);
     }

@@ -31,7 +31,10 @@ export class BodyBudget {
 export class DerivedBytes {
   private readonly byProject = new Map<string, number>();
 
-  constructor(private readonly budget: BodyBudget, private readonly shareOfBudget = 0.25) {}
+  constructor(
+    private readonly budget: BodyBudget,
+    private readonly shareOfBudget = 0.25,
+  ) {}
 
   private get share(): number {
     return this.budget.maxBytes * this.shareOfBudget;

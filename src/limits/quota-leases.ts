@@ -14,13 +14,18 @@ export interface LeaseOptions {
 }
 
 export class PgLeaseStore implements LeaseStore {
-  constructor(private readonly sql: Sql, private readonly o: LeaseOptions) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly o: LeaseOptions,
+  ) {}
 
   renew(projectId: string, inflight: number, want: number): Promise<Grant> {
     const me = this.o.instanceId;
     return this.sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`quota:${projectId}`}, 0))`;
-      const [r] = await tx<{ allowance: string | null; billed: string; mine: string; others: string; holders: number }[]>`
+      const [r] = await tx<
+        { allowance: string | null; billed: string; mine: string; others: string; holders: number }[]
+      >`
         WITH month AS (SELECT (date_trunc('month', now() AT TIME ZONE 'UTC'))::date AS m),
         ledger AS (
           SELECT instance_id, sum(events_billed) AS billed FROM billing_ledger, month

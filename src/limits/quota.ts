@@ -106,12 +106,23 @@ export class Quota {
   private readonly now: () => number;
   private readonly wallNow: () => number;
 
-  constructor(private readonly sql: Sql, private readonly store: LeaseStore, private readonly o: QuotaOptions) {
+  constructor(
+    private readonly sql: Sql,
+    private readonly store: LeaseStore,
+    private readonly o: QuotaOptions,
+  ) {
     this.now = o.now ?? (() => performance.now());
     this.wallNow = o.wallNow ?? Date.now;
     // Refreshed in the background while younger than twice the TTL, so a change made through
     // another instance is in force within that; an older one (an idle project) is re-read first.
-    this.allowances = new RefreshingCache((projectId) => this.read(projectId), { what: 'allowance', ttlMs: o.ttlMs, maxStaleMs: 2 * o.ttlMs, max: 100_000, negativeMax: 1, now: this.now });
+    this.allowances = new RefreshingCache((projectId) => this.read(projectId), {
+      what: 'allowance',
+      ttlMs: o.ttlMs,
+      maxStaleMs: 2 * o.ttlMs,
+      max: 100_000,
+      negativeMax: 1,
+      now: this.now,
+    });
   }
 
   /** Lookups of the cached allowance (hits, misses) and lease renewals: read by metrics. */
@@ -140,7 +151,13 @@ export class Quota {
     for (let renewed = false; ; ) {
       const month = currentMonth(this.wallNow());
       const lease = this.leases.get(projectId);
-      if (lease !== undefined && lease.renewing === null && lease.month === month && this.now() < lease.until && lease.used < lease.room) {
+      if (
+        lease !== undefined &&
+        lease.renewing === null &&
+        lease.month === month &&
+        this.now() < lease.until &&
+        lease.used < lease.room
+      ) {
         lease.used += events;
         flight.events += events;
         return { projectId, events };
@@ -227,7 +244,15 @@ export class Quota {
       }
       const now = this.now();
       const until = holder.stale ? 0 : now + this.o.leaseMs;
-      this.leases.set(projectId, { month, room: grant.granted, used: 0, until, startedAt: now, renewing: null, stale: false });
+      this.leases.set(projectId, {
+        month,
+        room: grant.granted,
+        used: 0,
+        until,
+        startedAt: now,
+        renewing: null,
+        stale: false,
+      });
     })().finally(() => {
       holder.renewing = null;
     });

@@ -18,21 +18,36 @@ interface HeaderDef {
 }
 
 const HEADERS = {
-  'X-Request-Id': { description: `The request's id: the client's own X-Request-Id when it matches \`${REQUEST_ID_PATTERN}\`, else a generated UUID.`, schema: { type: 'string', pattern: REQUEST_ID_PATTERN } },
+  'X-Request-Id': {
+    description: `The request's id: the client's own X-Request-Id when it matches \`${REQUEST_ID_PATTERN}\`, else a generated UUID.`,
+    schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+  },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: seconds },
   'RateLimit-Limit': { description: "Capacity of the token's bucket (`RATE_LIMIT_BURST`).", schema: seconds },
   'RateLimit-Remaining': { description: 'Requests left in the bucket now.', schema: seconds },
   'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: seconds },
   Allow: { description: 'The methods this path answers.', schema: { type: 'string' } },
-  'Access-Control-Allow-Origin': { description: '`*`, or the request\'s Origin when it is in `CORS_ALLOW_ORIGINS`; absent otherwise.', schema: { type: 'string' } },
-  'Access-Control-Expose-Headers': { description: 'Response headers a browser script may read; sent with Access-Control-Allow-Origin.', schema: { type: 'string' } },
+  'Access-Control-Allow-Origin': {
+    description: "`*`, or the request's Origin when it is in `CORS_ALLOW_ORIGINS`; absent otherwise.",
+    schema: { type: 'string' },
+  },
+  'Access-Control-Expose-Headers': {
+    description: 'Response headers a browser script may read; sent with Access-Control-Allow-Origin.',
+    schema: { type: 'string' },
+  },
   Vary: { description: '`Origin` when the answer depends on it.', schema: { type: 'string' } },
   'Access-Control-Allow-Methods': { description: 'Methods allowed cross-origin.', schema: { type: 'string' } },
   'Access-Control-Allow-Headers': { description: 'Request headers allowed cross-origin.', schema: { type: 'string' } },
   'Access-Control-Max-Age': { description: 'Seconds a browser may cache the preflight.', schema: seconds },
-  Upgrade: { description: '`websocket`: the connection now speaks the WebSocket protocol.', schema: { type: 'string', pattern: '^[Ww]eb[Ss]ocket$' } },
+  Upgrade: {
+    description: '`websocket`: the connection now speaks the WebSocket protocol.',
+    schema: { type: 'string', pattern: '^[Ww]eb[Ss]ocket$' },
+  },
   Connection: { description: '`Upgrade`.', schema: { type: 'string', pattern: '^[Uu]pgrade$' } },
-  'Sec-WebSocket-Accept': { description: "Derived from the request's Sec-WebSocket-Key (RFC 6455).", schema: { type: 'string', pattern: '^[A-Za-z0-9+/]{27}=$' } },
+  'Sec-WebSocket-Accept': {
+    description: "Derived from the request's Sec-WebSocket-Key (RFC 6455).",
+    schema: { type: 'string', pattern: '^[A-Za-z0-9+/]{27}=$' },
+  },
 } as const satisfies Record<string, HeaderDef>;
 
 export type HeaderName = keyof typeof HEADERS;
@@ -42,7 +57,8 @@ const componentName = (name: HeaderName): string => name.replaceAll('-', '');
 
 export function componentHeaders(): Record<string, Obj> {
   const out: Record<string, Obj> = {};
-  for (const name of Object.keys(HEADERS) as HeaderName[]) out[componentName(name)] = { ...HEADERS[name], required: true };
+  for (const name of Object.keys(HEADERS) as HeaderName[])
+    out[componentName(name)] = { ...HEADERS[name], required: true };
   return out;
 }
 
@@ -51,7 +67,10 @@ export type HeaderSet = Partial<Record<HeaderName, 'required' | 'optional'>>;
 function headerObjects(set: HeaderSet): Record<string, Obj> {
   const out: Record<string, Obj> = {};
   for (const name of Object.keys(set) as HeaderName[]) {
-    out[name] = set[name] === 'required' ? { $ref: `#/components/headers/${componentName(name)}` } : { ...HEADERS[name], required: false };
+    out[name] =
+      set[name] === 'required'
+        ? { $ref: `#/components/headers/${componentName(name)}` }
+        : { ...HEADERS[name], required: false };
   }
   return out;
 }
@@ -61,11 +80,28 @@ function headerObjects(set: HeaderSet): Record<string, Obj> {
 
 export function componentParameters(): Record<string, Obj> {
   const id = (name: string, what: string): Obj => ({
-    name, in: 'path', required: true, description: `The ${what}'s id, a UUID; anything else answers 404.`, schema: { type: 'string' },
+    name,
+    in: 'path',
+    required: true,
+    description: `The ${what}'s id, a UUID; anything else answers 404.`,
+    schema: { type: 'string' },
   });
   return {
-    RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: 'Echoed in the X-Request-Id response header when it matches the pattern; otherwise one is generated.', schema: { type: 'string' } },
-    ContentEncoding: { name: 'Content-Encoding', in: 'header', required: false, description: 'gzip, or none. The body once decompressed is bounded by `MAX_BODY_BYTES` too.', schema: { type: 'string', enum: ['gzip', 'x-gzip', 'identity'] } },
+    RequestId: {
+      name: 'X-Request-Id',
+      in: 'header',
+      required: false,
+      description:
+        'Echoed in the X-Request-Id response header when it matches the pattern; otherwise one is generated.',
+      schema: { type: 'string' },
+    },
+    ContentEncoding: {
+      name: 'Content-Encoding',
+      in: 'header',
+      required: false,
+      description: 'gzip, or none. The body once decompressed is bounded by `MAX_BODY_BYTES` too.',
+      schema: { type: 'string', enum: ['gzip', 'x-gzip', 'identity'] },
+    },
     ProjectId: id('projectId', 'project'),
     BotId: id('botId', 'bot'),
     TokenId: id('tokenId', 'token'),
@@ -76,8 +112,17 @@ export const param = (name: string): Obj => ({ $ref: `#/components/parameters/${
 
 export function securitySchemes(): Record<string, Obj> {
   return {
-    ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "A bot's token, issued with `POST /admin/bots/{botId}/tokens`. Never put it in client code." },
-    AdminToken: { type: 'http', scheme: 'bearer', description: 'The admin token: `ADMIN_TOKEN`, or the one generated into `DATA_DIR/admin-token`.' },
+    ApiKey: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+      description: "A bot's token, issued with `POST /admin/bots/{botId}/tokens`. Never put it in client code.",
+    },
+    AdminToken: {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'The admin token: `ADMIN_TOKEN`, or the one generated into `DATA_DIR/admin-token`.',
+    },
   };
 }
 
@@ -120,7 +165,8 @@ export interface OperationSpec {
   extensions?: Obj;
 }
 
-const requestIdFor = (spec: OperationSpec, status: number): HeaderSet => (spec.bareStatuses?.includes(status) ? {} : { 'X-Request-Id': 'required' });
+const requestIdFor = (spec: OperationSpec, status: number): HeaderSet =>
+  spec.bareStatuses?.includes(status) ? {} : { 'X-Request-Id': 'required' };
 
 function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]): Obj {
   const headers: HeaderSet = { ...requestIdFor(spec, status), ...spec.headers?.(status) };
@@ -129,7 +175,8 @@ function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]):
   const list = codes.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join(' / ');
   let schema: Schema = ref(errorSchemaName(status));
   let description = spec.errorNotes?.[status] === undefined ? list : `${spec.errorNotes[status]} ${list}`;
-  if (status === 405) description = `Any method other than ${spec.allow ?? 'the documented ones'} on this path. ${list}`;
+  if (status === 405)
+    description = `Any method other than ${spec.allow ?? 'the documented ones'} on this path. ${list}`;
   if (status === 400 && spec.rejectedBatchIs400) {
     schema = { oneOf: [ref('IngestionResponse'), ref(errorSchemaName(400))] };
     description = `Every event was rejected: the ingestion body, nothing stored (resending can never succeed). Or the request is invalid: ${list}`;
@@ -140,8 +187,16 @@ function errorResponse(spec: OperationSpec, status: number, codes: ErrorCode[]):
 function responses(spec: OperationSpec): Record<string, Obj> {
   const out: Record<number, Obj> = {};
   for (const [status, s] of Object.entries(spec.success)) {
-    const headers = headerObjects({ ...requestIdFor(spec, Number(status)), ...spec.headers?.(Number(status)), ...s.headers });
-    out[Number(status)] = { description: s.description, headers, ...(s.content === undefined ? {} : { content: s.content }) };
+    const headers = headerObjects({
+      ...requestIdFor(spec, Number(status)),
+      ...spec.headers?.(Number(status)),
+      ...s.headers,
+    });
+    out[Number(status)] = {
+      description: s.description,
+      headers,
+      ...(s.content === undefined ? {} : { content: s.content }),
+    };
   }
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of spec.errors) {
@@ -150,7 +205,12 @@ function responses(spec: OperationSpec): Record<string, Obj> {
   }
   for (const [status, codes] of byStatus) out[status] = errorResponse(spec, status, codes);
   // Ascending statuses read best.
-  return Object.fromEntries(Object.keys(out).map(Number).sort((a, b) => a - b).map((s) => [String(s), out[s]]));
+  return Object.fromEntries(
+    Object.keys(out)
+      .map(Number)
+      .sort((a, b) => a - b)
+      .map((s) => [String(s), out[s]]),
+  );
 }
 
 export function operation(spec: OperationSpec): Obj {

@@ -6,7 +6,14 @@ import { ADMIN_BODIES, PLAN_FIELDS } from '../admin/bodies.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { REPLAY_MAX } from '../quality/replay.js';
 import { MAX_EVENTS, QUARANTINE_EVENT_BYTES } from '../pipeline/batch.js';
-import { DIAGNOSTICS, MAX_DIAGNOSTICS, MAX_EVENT_DIAGNOSTICS, PLAN_CODES, type DiagnosticCode, type Severity } from '../pipeline/diagnostics.js';
+import {
+  DIAGNOSTICS,
+  MAX_DIAGNOSTICS,
+  MAX_EVENT_DIAGNOSTICS,
+  PLAN_CODES,
+  type DiagnosticCode,
+  type Severity,
+} from '../pipeline/diagnostics.js';
 import { EVENT_TYPES, LIMITS, PROP_KEY } from '../pipeline/event.js';
 import { MAX_PLAN_BYTES } from '../pipeline/plans.js';
 
@@ -16,11 +23,20 @@ export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${na
 
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
-  type: 'object', ...(required.length > 0 ? { required } : {}), properties, ...extra,
+  type: 'object',
+  ...(required.length > 0 ? { required } : {}),
+  properties,
+  ...extra,
 });
 /** A response object the service builds itself: closed, so a new field is a documented change. */
-const closed = (properties: Record<string, Schema>, required = Object.keys(properties), description?: string): Schema => ({
-  ...(description === undefined ? {} : { description }), ...obj(properties, required), additionalProperties: false,
+const closed = (
+  properties: Record<string, Schema>,
+  required = Object.keys(properties),
+  description?: string,
+): Schema => ({
+  ...(description === undefined ? {} : { description }),
+  ...obj(properties, required),
+  additionalProperties: false,
 });
 const count = (description: string): Schema => ({ type: 'integer', minimum: 0, description });
 const instant = { type: 'string', format: 'date-time' };
@@ -37,10 +53,12 @@ export const SEVERITIES = [...new Set(DIAGNOSTIC_CODES.map((c) => DIAGNOSTICS[c]
  * The severities a code comes with: its table severity, or both for the codes of a tracking plan
  * (PLAN_CODES), whose severity the project's plan decides (the table holds the stricter one).
  */
-export const severitiesOf = (c: DiagnosticCode): Severity[] => (PLAN_CODES.has(c) ? ['warning', 'error'] : [DIAGNOSTICS[c].severity]);
+export const severitiesOf = (c: DiagnosticCode): Severity[] =>
+  PLAN_CODES.has(c) ? ['warning', 'error'] : [DIAGNOSTICS[c].severity];
 
 /** The severity as the documentation words it. */
-export const severityText = (c: DiagnosticCode): string => (PLAN_CODES.has(c) ? 'warning or error (the plan decides)' : DIAGNOSTICS[c].severity);
+export const severityText = (c: DiagnosticCode): string =>
+  PLAN_CODES.has(c) ? 'warning or error (the plan decides)' : DIAGNOSTICS[c].severity;
 
 /** Every HTTP status of the error table, ascending. */
 export const ERROR_STATUSES = [...new Set(ERROR_CODES.map((c) => ERRORS[c].status as number))].sort((a, b) => a - b);
@@ -54,16 +72,30 @@ const errorList = (codes: readonly ErrorCode[]): string =>
   codes.map((c) => `- \`${c}\` (${ERRORS[c].status}): ${ERRORS[c].message}`).join('\n');
 
 function errorBody(codes: readonly ErrorCode[], title: string): Schema {
-  return closed({
-    error: { type: 'string', enum: [...codes], description: `Machine code:\n\n${errorList(codes)}` },
-    message: { type: 'string', description: 'Human-readable reason; may be more specific than the default message above.' },
-    details: { type: 'object', description: 'Where useful, e.g. `{index, field}` for `event_invalid`, `{maxBytes}` for `payload_too_large`, `{errors}` (ajv) for `bad_request`; for a tracking plan that does not compile `{eventName, error}` (ajv\'s message), for one that is too large `{maxBytes}`.' },
-  }, ['error', 'message'], title);
+  return closed(
+    {
+      error: { type: 'string', enum: [...codes], description: `Machine code:\n\n${errorList(codes)}` },
+      message: {
+        type: 'string',
+        description: 'Human-readable reason; may be more specific than the default message above.',
+      },
+      details: {
+        type: 'object',
+        description:
+          "Where useful, e.g. `{index, field}` for `event_invalid`, `{maxBytes}` for `payload_too_large`, `{errors}` (ajv) for `bad_request`; for a tracking plan that does not compile `{eventName, error}` (ajv's message), for one that is too large `{maxBytes}`.",
+      },
+    },
+    ['error', 'message'],
+    title,
+  );
 }
 
 function errorSchemas(): Record<string, Schema> {
-  const out: Record<string, Schema> = { ErrorBody: errorBody(ERROR_CODES, 'Every error other than "every event rejected".') };
-  for (const status of ERROR_STATUSES) out[errorSchemaName(status)] = errorBody(codesWithStatus(status), `The error body of a ${status}.`);
+  const out: Record<string, Schema> = {
+    ErrorBody: errorBody(ERROR_CODES, 'Every error other than "every event rejected".'),
+  };
+  for (const status of ERROR_STATUSES)
+    out[errorSchemaName(status)] = errorBody(codesWithStatus(status), `The error body of a ${status}.`);
   return out;
 }
 
@@ -71,7 +103,11 @@ function diagnosticSchemas(): Record<string, Schema> {
   // Each code has one severity: stated in the schema, so a response pairing them otherwise is invalid.
   // The codes of a tracking plan come with either, as the plan decides, and are left free.
   const severityOfCode = SEVERITIES.map((s) => ({
-    if: { properties: { code: { enum: DIAGNOSTIC_CODES.filter((c) => !PLAN_CODES.has(c) && DIAGNOSTICS[c].severity === s) } } },
+    if: {
+      properties: {
+        code: { enum: DIAGNOSTIC_CODES.filter((c) => !PLAN_CODES.has(c) && DIAGNOSTICS[c].severity === s) },
+      },
+    },
     // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then, not a thenable.
     then: { properties: { severity: { const: s } } },
   }));
@@ -82,27 +118,50 @@ function diagnosticSchemas(): Record<string, Schema> {
       description: `Machine code of a diagnostic:\n\n${DIAGNOSTIC_CODES.map((c) => `- \`${c}\` (${severityText(c)}): ${DIAGNOSTICS[c].description}`).join('\n')}`,
     },
     Severity: {
-      type: 'string', enum: SEVERITIES,
+      type: 'string',
+      enum: SEVERITIES,
       description: `\`warning\`: the event was repaired and stored (counts in \`accepted\`); \`error\`: it was dropped (counts in \`rejected\`) and kept in the project's quarantine. Each code has one severity, except ${[...PLAN_CODES].map((c) => `\`${c}\``).join(' and ')}, whose severity the project's tracking plan decides.`,
     },
     Diagnostic: {
       ...closed({
-        event_id: { type: ['string', 'null'], description: 'The eventId as sent (cut when long); null when the event has no string eventId or the item is not an event (`users[i]`, `bot`).' },
+        event_id: {
+          type: ['string', 'null'],
+          description:
+            'The eventId as sent (cut when long); null when the event has no string eventId or the item is not an event (`users[i]`, `bot`).',
+        },
         code: ref('DiagnosticCode'),
         severity: ref('Severity'),
-        path: { type: 'string', description: 'The field or property concerned, snake_case: `platform_user_id`, `props_string.<key>`, `users[3]`; for a tracking plan\'s `schema_violation` the instance path of the failing value (`props_long.amount`, `event_type`), `event` for the event as a whole.' },
-        message: { type: 'string', description: 'Human-readable; for `schema_violation` the JSON Schema validator\'s message (`must be >= 1`).' },
+        path: {
+          type: 'string',
+          description:
+            "The field or property concerned, snake_case: `platform_user_id`, `props_string.<key>`, `users[3]`; for a tracking plan's `schema_violation` the instance path of the failing value (`props_long.amount`, `event_type`), `event` for the event as a whole.",
+        },
+        message: {
+          type: 'string',
+          description: "Human-readable; for `schema_violation` the JSON Schema validator's message (`must be >= 1`).",
+        },
       }),
       allOf: severityOfCode,
     },
-    IngestionResponse: closed({
-      accepted: count('Events ingested (possibly repaired, see warnings); includes events already stored by an earlier request.'),
-      rejected: count('Events dropped; each has at least one diagnostic of severity `error`.'),
-      not_consumed_duplicated: count('Repeats of an earlier eventId within this request.'),
-      stored_not_billed: count('Events stored but not charged: another connection reported the same messenger action first.'),
-      diagnostics_truncated: { type: 'boolean', description: `True when there were more than ${MAX_DIAGNOSTICS} diagnostics.` },
-      diagnostics: { type: 'array', maxItems: MAX_DIAGNOSTICS, items: ref('Diagnostic') },
-    }, undefined, '`accepted + rejected + not_consumed_duplicated` equals the number of events sent.'),
+    IngestionResponse: closed(
+      {
+        accepted: count(
+          'Events ingested (possibly repaired, see warnings); includes events already stored by an earlier request.',
+        ),
+        rejected: count('Events dropped; each has at least one diagnostic of severity `error`.'),
+        not_consumed_duplicated: count('Repeats of an earlier eventId within this request.'),
+        stored_not_billed: count(
+          'Events stored but not charged: another connection reported the same messenger action first.',
+        ),
+        diagnostics_truncated: {
+          type: 'boolean',
+          description: `True when there were more than ${MAX_DIAGNOSTICS} diagnostics.`,
+        },
+        diagnostics: { type: 'array', maxItems: MAX_DIAGNOSTICS, items: ref('Diagnostic') },
+      },
+      undefined,
+      '`accepted + rejected + not_consumed_duplicated` equals the number of events sent.',
+    ),
   };
 }
 
@@ -114,54 +173,97 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 function eventSchemas(): Record<string, Schema> {
   const keys = { propertyNames: { pattern: PROP_KEY.source } };
-  const bucket = (values: Schema, description: string): Schema => ({ type: 'object', ...keys, additionalProperties: values, description });
+  const bucket = (values: Schema, description: string): Schema => ({
+    type: 'object',
+    ...keys,
+    additionalProperties: values,
+    description,
+  });
   const common: Record<string, Schema> = {
-    eventId: { ...uuid, description: 'Deduplication key, compared case-insensitively; an event already stored for the project counts as accepted and is not stored or billed again.' },
-    eventName: { type: 'string', minLength: 1, description: `Longer than ${LIMITS.eventNameChars} characters: truncated with a warning.` },
+    eventId: {
+      ...uuid,
+      description:
+        'Deduplication key, compared case-insensitively; an event already stored for the project counts as accepted and is not stored or billed again.',
+    },
+    eventName: {
+      type: 'string',
+      minLength: 1,
+      description: `Longer than ${LIMITS.eventNameChars} characters: truncated with a warning.`,
+    },
     eventDate: {
       type: 'string',
       description: 'ISO 8601 date-time, years 0001–9999, fractions to microseconds; no offset means UTC.',
       examples: ['2026-01-31T12:00:00Z', '2026-01-31T15:00:00.123456+03:00'],
     },
     eventType: ref('EventType'),
-    text: { type: 'string', description: `Longer than ${LIMITS.textChars} characters: truncated with a warning; not a string: dropped with a warning.` },
-    propsString: bucket({ type: 'string' }, `String properties; values longer than ${LIMITS.stringValueChars} characters are truncated with a warning.`),
+    text: {
+      type: 'string',
+      description: `Longer than ${LIMITS.textChars} characters: truncated with a warning; not a string: dropped with a warning.`,
+    },
+    propsString: bucket(
+      { type: 'string' },
+      `String properties; values longer than ${LIMITS.stringValueChars} characters are truncated with a warning.`,
+    ),
     propsLong: bucket({ type: 'integer', minimum: -MAX_SAFE, maximum: MAX_SAFE }, 'Integer properties.'),
     propsBool: bucket({ type: 'boolean' }, 'Boolean properties.'),
   };
   const propsNote = `Property keys match \`${PROP_KEY.source}\`; keys starting with \`$\` are reserved and dropped with a warning; at most ${LIMITS.propsPerEvent} properties per event, the surplus is dropped. Other fields (\`projectId\`, \`botId\`, ...) are ignored.`;
   return {
     EventType: {
-      description: 'One of the nine categories; any other string is stored as `platform` with an `event_type_unknown` warning.',
+      description:
+        'One of the nine categories; any other string is stored as `platform` with an `event_type_unknown` warning.',
       anyOf: [{ type: 'string', enum: [...EVENT_TYPES] }, { type: 'string' }],
     },
-    MessengerId: { description: 'A positive 64-bit integer, as a JSON number or a digit string.', anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: USER_ID_PATTERN }] },
+    MessengerId: {
+      description: 'A positive 64-bit integer, as a JSON number or a digit string.',
+      anyOf: [
+        { type: 'integer', minimum: 1 },
+        { type: 'string', pattern: USER_ID_PATTERN },
+      ],
+    },
     ServerEvent: {
       description: `An event on the bot_api endpoint. A missing eventId, eventDate, eventType or eventOrigin (or one that is not a string) makes the whole request 400 \`event_invalid\`; other faults reject or repair the event alone. ${propsNote}`,
-      ...obj({
-        ...common,
-        platformUserId: { type: 'string', pattern: USER_ID_PATTERN, description: "The messenger user's id as a string (positive int64)." },
-        eventOrigin: { type: 'string', enum: ['platform', 'custom'], description: '`platform`: `tg.<field>` keys of the canonical registry are promoted; `custom`: stored as given.' },
-        propsFloat: bucket({ type: 'number' }, 'Fractional properties (finite numbers).'),
-      }, ['eventId', 'eventName', 'eventDate', 'eventType', 'eventOrigin', 'platformUserId']),
+      ...obj(
+        {
+          ...common,
+          platformUserId: {
+            type: 'string',
+            pattern: USER_ID_PATTERN,
+            description: "The messenger user's id as a string (positive int64).",
+          },
+          eventOrigin: {
+            type: 'string',
+            enum: ['platform', 'custom'],
+            description:
+              '`platform`: `tg.<field>` keys of the canonical registry are promoted; `custom`: stored as given.',
+          },
+          propsFloat: bucket({ type: 'number' }, 'Fractional properties (finite numbers).'),
+        },
+        ['eventId', 'eventName', 'eventDate', 'eventType', 'eventOrigin', 'platformUserId'],
+      ),
     },
     WebappEvent: {
       description: `An event on the webapp endpoint. The user is initData's \`user.id\`, the origin \`custom\`; \`platformUserId\`, \`eventOrigin\` and \`propsFloat\` are ignored if sent. A missing eventType is stored as \`platform\` with a warning; a missing eventId, eventName or eventDate rejects the event. ${propsNote}`,
       ...obj(common, ['eventId', 'eventName', 'eventDate']),
     },
     UserProfile: {
-      description: 'A profile on the bot_api endpoint. Fields sent are updated; fields absent or `null` keep their stored value. An invalid item is skipped with a `user_profile_invalid` warning.',
-      ...obj({
-        messengerUserId: ref('MessengerId'),
-        username: { type: ['string', 'null'], maxLength: 256 },
-        firstName: { type: ['string', 'null'], maxLength: 256 },
-        lastName: { type: ['string', 'null'], maxLength: 256 },
-        languageCode: { type: ['string', 'null'], maxLength: 256 },
-        isPremium: { type: ['boolean', 'null'] },
-      }, ['messengerUserId']),
+      description:
+        'A profile on the bot_api endpoint. Fields sent are updated; fields absent or `null` keep their stored value. An invalid item is skipped with a `user_profile_invalid` warning.',
+      ...obj(
+        {
+          messengerUserId: ref('MessengerId'),
+          username: { type: ['string', 'null'], maxLength: 256 },
+          firstName: { type: ['string', 'null'], maxLength: 256 },
+          lastName: { type: ['string', 'null'], maxLength: 256 },
+          languageCode: { type: ['string', 'null'], maxLength: 256 },
+          isPremium: { type: ['boolean', 'null'] },
+        },
+        ['messengerUserId'],
+      ),
     },
     BotSnapshot: {
-      description: "Updates the bot's snapshot; `messengerBotId` fills in the bot's messenger id only when none is configured. Invalid: ignored with a `bot_snapshot_invalid` warning.",
+      description:
+        "Updates the bot's snapshot; `messengerBotId` fills in the bot's messenger id only when none is configured. Invalid: ignored with a `bot_snapshot_invalid` warning.",
       ...obj({
         messengerBotId: nullable(ref('MessengerId')),
         name: { type: ['string', 'null'], maxLength: 256 },
@@ -169,17 +271,41 @@ function eventSchemas(): Record<string, Schema> {
         starsAmount: { type: ['number', 'null'] },
       }),
     },
-    ServerRequest: obj({
-      events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS, items: ref('ServerEvent') },
-      users: { type: ['array', 'null'], items: ref('UserProfile'), description: 'Profiles of people in this batch; free of charge.' },
-      bot: nullable(ref('BotSnapshot')),
-      version: { type: 'string', const: '1', description: 'Omit it; any other value (null included) is 400 `unsupported_version`.' },
-    }, ['events'], { description: 'A `projectId` or `botId` here is ignored: the token decides both.' }),
-    WebappRequest: obj({
-      botId: { ...uuid, description: "The service's bot id (not the messenger's)." },
-      auth: obj({ initData: { type: 'string', minLength: 1, description: "The mini-app SDK's launch data, as received; verified with Ed25519." } }, ['initData']),
-      events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS, items: ref('WebappEvent') },
-    }, ['botId', 'auth', 'events']),
+    ServerRequest: obj(
+      {
+        events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS, items: ref('ServerEvent') },
+        users: {
+          type: ['array', 'null'],
+          items: ref('UserProfile'),
+          description: 'Profiles of people in this batch; free of charge.',
+        },
+        bot: nullable(ref('BotSnapshot')),
+        version: {
+          type: 'string',
+          const: '1',
+          description: 'Omit it; any other value (null included) is 400 `unsupported_version`.',
+        },
+      },
+      ['events'],
+      { description: 'A `projectId` or `botId` here is ignored: the token decides both.' },
+    ),
+    WebappRequest: obj(
+      {
+        botId: { ...uuid, description: "The service's bot id (not the messenger's)." },
+        auth: obj(
+          {
+            initData: {
+              type: 'string',
+              minLength: 1,
+              description: "The mini-app SDK's launch data, as received; verified with Ed25519.",
+            },
+          },
+          ['initData'],
+        ),
+        events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS, items: ref('WebappEvent') },
+      },
+      ['botId', 'auth', 'events'],
+    ),
   };
 }
 
@@ -187,13 +313,23 @@ function eventSchemas(): Record<string, Schema> {
 // Admin API: request bodies are the routes' own (src/admin/bodies.ts); responses the store's rows.
 
 function adminSchemas(): Record<string, Schema> {
-  const counts = { accepted: count('Accepted events.'), rejected: count('Rejected events.'), duplicated: count('Repeats within a request.'), storedNotBilled: count('Stored, not billed.') };
+  const counts = {
+    accepted: count('Accepted events.'),
+    rejected: count('Rejected events.'),
+    duplicated: count('Repeats within a request.'),
+    storedNotBilled: count('Stored, not billed.'),
+  };
   return {
     CreateProject: ADMIN_BODIES.CreateProject,
     PatchProject: ADMIN_BODIES.PatchProject,
     CreateBot: ADMIN_BODIES.CreateBot,
     PatchBot: ADMIN_BODIES.PatchBot,
-    Project: closed({ projectId: uuid, name: { type: 'string' }, eventAllowance: { type: ['integer', 'null'], minimum: 0 }, createdAt: instant }),
+    Project: closed({
+      projectId: uuid,
+      name: { type: 'string' },
+      eventAllowance: { type: ['integer', 'null'], minimum: 0 },
+      createdAt: instant,
+    }),
     Bot: closed({
       botId: uuid,
       messengerBotId: { type: ['integer', 'null'], minimum: 1 },
@@ -208,24 +344,54 @@ function adminSchemas(): Record<string, Schema> {
     }),
     ProjectCreated: closed({ projectId: uuid, project: ref('Project') }),
     BotCreated: closed({ botId: uuid, bot: ref('Bot') }),
-    TokenCreated: closed({ tokenId: uuid, token: { type: 'string', description: 'The value of X-API-Key; shown this once.' }, hint: { type: 'string' } }),
-    TokenSummary: closed({ tokenId: uuid, botId: uuid, hint: { type: 'string' }, createdAt: instant, revokedAt: { type: ['string', 'null'], format: 'date-time' } }),
+    TokenCreated: closed({
+      tokenId: uuid,
+      token: { type: 'string', description: 'The value of X-API-Key; shown this once.' },
+      hint: { type: 'string' },
+    }),
+    TokenSummary: closed({
+      tokenId: uuid,
+      botId: uuid,
+      hint: { type: 'string' },
+      createdAt: instant,
+      revokedAt: { type: ['string', 'null'], format: 'date-time' },
+    }),
     Usage: closed({
-      month: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}$', description: 'The current calendar month (UTC), YYYY-MM.' },
+      month: {
+        type: 'string',
+        pattern: '^[0-9]{4}-[0-9]{2}$',
+        description: 'The current calendar month (UTC), YYYY-MM.',
+      },
       eventAllowance: { type: ['integer', 'null'], minimum: 0 },
       eventsBilled: count('Billed events this month.'),
       eventsStored: count('Stored events this month.'),
     }),
     RevenueLine: closed({
       currency: { type: 'string' },
-      totalAmount: { anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]+$' }], description: "In the currency's smallest units; a digit string beyond 2^53−1." },
+      totalAmount: {
+        anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]+$' }],
+        description: "In the currency's smallest units; a digit string beyond 2^53−1.",
+      },
     }),
-    ProjectStats: closed({
-      since: { ...instant, description: 'When this instance started counting.' },
-      minutes: { type: 'array', maxItems: 60, description: 'The last 60 minutes, oldest first, zeros included.', items: closed({ minute: instant, ...counts }) },
-      totals: closed({ ...counts, redelivered: count('Events already stored by an earlier request.') }),
-      topDiagnostics: { type: 'array', maxItems: 10, items: closed({ code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 } }) },
-    }, undefined, "This instance's counts (not the cluster's): the last 60 minutes and since start."),
+    ProjectStats: closed(
+      {
+        since: { ...instant, description: 'When this instance started counting.' },
+        minutes: {
+          type: 'array',
+          maxItems: 60,
+          description: 'The last 60 minutes, oldest first, zeros included.',
+          items: closed({ minute: instant, ...counts }),
+        },
+        totals: closed({ ...counts, redelivered: count('Events already stored by an earlier request.') }),
+        topDiagnostics: {
+          type: 'array',
+          maxItems: 10,
+          items: closed({ code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 } }),
+        },
+      },
+      undefined,
+      "This instance's counts (not the cluster's): the last 60 minutes and since start.",
+    ),
   };
 }
 
@@ -239,22 +405,49 @@ function qualitySchemas(): Record<string, Schema> {
   const planFields = PLAN_FIELDS;
   const counts = {
     replayed: count(`Quarantined events taken by this call (at most ${REPLAY_MAX}, oldest first).`),
-    accepted: count('Events that pass now: stored (billed by the usual rules) and out of quarantine; in a dry run, those that would be.'),
-    stillRejected: count('Events that still fail: they stay in quarantine with their new diagnostics (a dry run changes nothing).'),
-    duplicated: count('Events whose eventId is stored already (sent again by the client, or replayed twice in this call): out of quarantine, nothing stored.'),
+    accepted: count(
+      'Events that pass now: stored (billed by the usual rules) and out of quarantine; in a dry run, those that would be.',
+    ),
+    stillRejected: count(
+      'Events that still fail: they stay in quarantine with their new diagnostics (a dry run changes nothing).',
+    ),
+    duplicated: count(
+      'Events whose eventId is stored already (sent again by the client, or replayed twice in this call): out of quarantine, nothing stored.',
+    ),
   };
-  const liveEvent = closed({
-    eventId: { type: ['string', 'null'], description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.' },
-    eventName: { type: ['string', 'null'], description: 'The normalized name of an accepted event; the name as sent (cut to 256 characters) otherwise; null when there was none.' },
-    eventType: { type: ['string', 'null'], description: 'As eventName.' },
-    channel: { type: 'string', enum: [...ENDPOINTS] },
-    botId: uuid,
-    receivedAt: instant,
-    status: { type: 'string', enum: ['accepted', 'rejected', 'duplicated'], description: '`rejected` events are in the quarantine; `duplicated`: a repeat of an eventId earlier in the same request.' },
-    diagnostics: { type: 'array', maxItems: MAX_EVENT_DIAGNOSTICS, items: ref('Diagnostic'), description: "This event's diagnostics, warnings included." },
-    event: { description: 'The event as sent.' },
-    skipped: count("Events of this project this viewer was not sent since the message before (the sample's limit)."),
-  }, undefined, 'One event, sent once it has been answered.');
+  const liveEvent = closed(
+    {
+      eventId: {
+        type: ['string', 'null'],
+        description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.',
+      },
+      eventName: {
+        type: ['string', 'null'],
+        description:
+          'The normalized name of an accepted event; the name as sent (cut to 256 characters) otherwise; null when there was none.',
+      },
+      eventType: { type: ['string', 'null'], description: 'As eventName.' },
+      channel: { type: 'string', enum: [...ENDPOINTS] },
+      botId: uuid,
+      receivedAt: instant,
+      status: {
+        type: 'string',
+        enum: ['accepted', 'rejected', 'duplicated'],
+        description:
+          '`rejected` events are in the quarantine; `duplicated`: a repeat of an eventId earlier in the same request.',
+      },
+      diagnostics: {
+        type: 'array',
+        maxItems: MAX_EVENT_DIAGNOSTICS,
+        items: ref('Diagnostic'),
+        description: "This event's diagnostics, warnings included.",
+      },
+      event: { description: 'The event as sent.' },
+      skipped: count("Events of this project this viewer was not sent since the message before (the sample's limit)."),
+    },
+    undefined,
+    'One event, sent once it has been answered.',
+  );
   return {
     TrackingPlan: {
       ...ADMIN_BODIES.TrackingPlan,
@@ -262,36 +455,89 @@ function qualitySchemas(): Record<string, Schema> {
     },
     StoredTrackingPlan: closed({
       ...planFields,
-      version: { type: 'integer', minimum: 1, description: "Counts the project's plans: 1, 2, … (a deleted plan keeps its number; the next one gets a new one)." },
+      version: {
+        type: 'integer',
+        minimum: 1,
+        description:
+          "Counts the project's plans: 1, 2, … (a deleted plan keeps its number; the next one gets a new one).",
+      },
       updatedAt: instant,
     }),
-    QuarantineItem: closed({
-      id: { type: 'integer', minimum: 1, description: 'The entry\'s id, for `ids` of a replay; newer entries have larger ids.' },
-      eventId: { type: ['string', 'null'], description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.' },
-      receivedAt: { ...instant, description: 'When the request arrived.' },
-      channel: { type: 'string', enum: [...ENDPOINTS] },
-      botId: uuid,
-      userId: { type: ['string', 'null'], pattern: USER_ID_PATTERN, description: 'The verified initData user (webapp endpoint), as a digit string; null on bot_api.' },
-      diagnostics: { type: 'array', maxItems: MAX_EVENT_DIAGNOSTICS, items: ref('Diagnostic'), description: 'Why it was rejected (its warnings too); after a replay that still rejects it, the reasons of that replay.' },
-      event: { description: `The event as sent (any JSON value); when it was over ${KIB(QUARANTINE_EVENT_BYTES)} of JSON, a string holding its first ${KIB(QUARANTINE_EVENT_BYTES)} and \`truncated\` is true.` },
-      truncated: { type: 'boolean', description: 'The event was cut: it cannot be replayed.' },
-    }, undefined, 'An event rejected with an error after authentication, as sent.'),
+    QuarantineItem: closed(
+      {
+        id: {
+          type: 'integer',
+          minimum: 1,
+          description: "The entry's id, for `ids` of a replay; newer entries have larger ids.",
+        },
+        eventId: {
+          type: ['string', 'null'],
+          description: 'The eventId as sent (cut to 64 characters); null when there was no string eventId.',
+        },
+        receivedAt: { ...instant, description: 'When the request arrived.' },
+        channel: { type: 'string', enum: [...ENDPOINTS] },
+        botId: uuid,
+        userId: {
+          type: ['string', 'null'],
+          pattern: USER_ID_PATTERN,
+          description: 'The verified initData user (webapp endpoint), as a digit string; null on bot_api.',
+        },
+        diagnostics: {
+          type: 'array',
+          maxItems: MAX_EVENT_DIAGNOSTICS,
+          items: ref('Diagnostic'),
+          description:
+            'Why it was rejected (its warnings too); after a replay that still rejects it, the reasons of that replay.',
+        },
+        event: {
+          description: `The event as sent (any JSON value); when it was over ${KIB(QUARANTINE_EVENT_BYTES)} of JSON, a string holding its first ${KIB(QUARANTINE_EVENT_BYTES)} and \`truncated\` is true.`,
+        },
+        truncated: { type: 'boolean', description: 'The event was cut: it cannot be replayed.' },
+      },
+      undefined,
+      'An event rejected with an error after authentication, as sent.',
+    ),
     QuarantinePage: closed({
       items: { type: 'array', maxItems: 1000, items: ref('QuarantineItem'), description: 'Newest first.' },
-      next: { type: ['integer', 'null'], minimum: 1, description: 'Pass it as `before` for the next page; null at the end.' },
+      next: {
+        type: ['integer', 'null'],
+        minimum: 1,
+        description: 'Pass it as `before` for the next page; null at the end.',
+      },
     }),
     QuarantineCount: closed(
-      { code: ref('DiagnosticCode'), count: { type: 'integer', minimum: 1 }, warning: { type: 'string', description: 'Only on `quarantine_full`.' } },
+      {
+        code: ref('DiagnosticCode'),
+        count: { type: 'integer', minimum: 1 },
+        warning: { type: 'string', description: 'Only on `quarantine_full`.' },
+      },
       ['code', 'count'],
       'Entries with an error of this code (an entry with several codes counts under each); or, as `quarantine_full` with a `warning`, the rejected events not kept because the quarantine held QUARANTINE_MAX_BYTES, since it was last cleared.',
     ),
     ReplayRequest: ADMIN_BODIES.ReplayRequest,
     ReplayResult: closed(counts, undefined, '`replayed = accepted + stillRejected + duplicated`.'),
-    LiveSignIn: closed({ token: { type: 'string', description: 'The admin token.' } }, undefined, "The viewer's first message on the live view's WebSocket."),
+    LiveSignIn: closed(
+      { token: { type: 'string', description: 'The admin token.' } },
+      undefined,
+      "The viewer's first message on the live view's WebSocket.",
+    ),
     LiveMessage: {
-      description: 'A message of the live view: first `ready`, then one per event of the project answered by this instance, as sampled.',
+      description:
+        'A message of the live view: first `ready`, then one per event of the project answered by this instance, as sampled.',
       oneOf: [
-        closed({ type: { type: 'string', const: 'ready' }, projectId: uuid, perSecond: { type: 'integer', minimum: 1, description: '`LIVE_MESSAGES_PER_S`: events sent per second to this viewer at most.' } }, undefined, 'Signed in; events follow.'),
+        closed(
+          {
+            type: { type: 'string', const: 'ready' },
+            projectId: uuid,
+            perSecond: {
+              type: 'integer',
+              minimum: 1,
+              description: '`LIVE_MESSAGES_PER_S`: events sent per second to this viewer at most.',
+            },
+          },
+          undefined,
+          'Signed in; events follow.',
+        ),
         liveEvent,
       ],
     },
@@ -302,11 +548,22 @@ function probeSchemas(): Record<string, Schema> {
   return {
     Health: closed({ status: { type: 'string', const: 'ok' } }),
     Readiness: closed({
-      status: { type: 'string', enum: ['ready', 'shutting_down', 'migrations_pending', 'database_unreachable'], description: '`ready` with 200, any other value with 503.' },
+      status: {
+        type: 'string',
+        enum: ['ready', 'shutting_down', 'migrations_pending', 'database_unreachable'],
+        description: '`ready` with 200, any other value with 503.',
+      },
     }),
   };
 }
 
 export function componentSchemas(): Record<string, Schema> {
-  return { ...errorSchemas(), ...diagnosticSchemas(), ...eventSchemas(), ...adminSchemas(), ...qualitySchemas(), ...probeSchemas() };
+  return {
+    ...errorSchemas(),
+    ...diagnosticSchemas(),
+    ...eventSchemas(),
+    ...adminSchemas(),
+    ...qualitySchemas(),
+    ...probeSchemas(),
+  };
 }

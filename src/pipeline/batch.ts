@@ -15,7 +15,10 @@ export const MAX_EVENTS = 1000;
 
 export type { Refusal };
 
-/** One request's events as the pipeline leaves them: what the writer stores (StoredBatch), and what the answer and the metrics say. */
+/**
+ * One request's events as the pipeline leaves them: what the writer stores (StoredBatch), and what the answer and the
+ * metrics say.
+ */
 export interface BatchResult extends StoredBatch {
   accepted: number;
   rejected: number;
@@ -60,15 +63,23 @@ export const QUARANTINE_EVENT_BYTES = 64 * 1024;
 
 function asSent(raw: unknown): { event: string; truncated: boolean } {
   const json = JSON.stringify(raw) ?? 'null';
-  if (json.length * 3 <= QUARANTINE_EVENT_BYTES || Buffer.byteLength(json) <= QUARANTINE_EVENT_BYTES) return { event: json, truncated: false };
-  return { event: Buffer.from(json).subarray(0, QUARANTINE_EVENT_BYTES).toString('utf8').toWellFormed(), truncated: true };
+  if (json.length * 3 <= QUARANTINE_EVENT_BYTES || Buffer.byteLength(json) <= QUARANTINE_EVENT_BYTES)
+    return { event: json, truncated: false };
+  return {
+    event: Buffer.from(json).subarray(0, QUARANTINE_EVENT_BYTES).toString('utf8').toWellFormed(),
+    truncated: true,
+  };
 }
 
 function checkEventsArray(events: unknown): Refusal | null {
   if (!Array.isArray(events)) return { code: 'events_invalid', message: '"events" must be an array of events.' };
   if (events.length === 0) return { code: 'events_invalid', message: '"events" is empty; send at least one event.' };
   if (events.length > MAX_EVENTS) {
-    return { code: 'events_invalid', message: `"events" holds ${events.length} events; at most ${MAX_EVENTS} are allowed per request.`, details: { count: events.length, max: MAX_EVENTS } };
+    return {
+      code: 'events_invalid',
+      message: `"events" holds ${events.length} events; at most ${MAX_EVENTS} are allowed per request.`,
+      details: { count: events.length, max: MAX_EVENTS },
+    };
   }
   return null;
 }
@@ -79,21 +90,40 @@ const PARSE_TIME_FIELDS = ['eventId', 'eventDate', 'eventType', 'eventOrigin'] a
 function checkParseTime(events: unknown[]): Refusal | null {
   for (let i = 0; i < events.length; i++) {
     const ev = events[i];
-    if (!isObject(ev)) return { code: 'event_invalid', message: `events[${i}] is not a JSON object; nothing was stored.`, details: { index: i } };
+    if (!isObject(ev))
+      return {
+        code: 'event_invalid',
+        message: `events[${i}] is not a JSON object; nothing was stored.`,
+        details: { index: i },
+      };
     for (const field of PARSE_TIME_FIELDS) {
       const v = ev[field];
       if (v === undefined || v === null) {
-        return { code: 'event_invalid', message: `events[${i}].${field} is required; nothing was stored.`, details: { index: i, field } };
+        return {
+          code: 'event_invalid',
+          message: `events[${i}].${field} is required; nothing was stored.`,
+          details: { index: i, field },
+        };
       }
       if (typeof v !== 'string') {
-        return { code: 'event_invalid', message: `events[${i}].${field} must be a string; nothing was stored.`, details: { index: i, field } };
+        return {
+          code: 'event_invalid',
+          message: `events[${i}].${field} must be a string; nothing was stored.`,
+          details: { index: i, field },
+        };
       }
     }
   }
   return null;
 }
 
-function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | null, diag: DiagnosticSink, sizeHint: number) {
+function runEvents(
+  events: unknown[],
+  ctx: BatchContext,
+  webappUserId: string | null,
+  diag: DiagnosticSink,
+  sizeHint: number,
+) {
   const seen = new Set<string>();
   const userIds = new Set<string>();
   const actions: ActionRef[] = [];
@@ -106,11 +136,17 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
   const recheckBefore = Date.UTC(received.getUTCFullYear(), received.getUTCMonth(), 2);
   // Normalized UTC dates compare as text (same layout, four-digit years): no Date.parse per event.
   const recheckBeforeIso = new Date(recheckBefore).toISOString();
-  const dueRecheck = (date: string) => (date.endsWith('Z') ? date < recheckBeforeIso : Date.parse(date) < recheckBefore);
+  const dueRecheck = (date: string) =>
+    date.endsWith('Z') ? date < recheckBeforeIso : Date.parse(date) < recheckBefore;
   let accepted = 0;
   let rejected = 0;
   let duplicated = 0;
-  const watch = (raw: unknown, status: LiveStatus, diagnostics: Diagnostic[], ev?: { eventName: string; eventType: string }) => {
+  const watch = (
+    raw: unknown,
+    status: LiveStatus,
+    diagnostics: Diagnostic[],
+    ev?: { eventName: string; eventType: string },
+  ) => {
     if (live === null || live.length >= ctx.liveSample!) return;
     const r = isObject(raw) ? raw : {};
     live.push({
@@ -150,7 +186,12 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
     // How diagnostics name the event, worked out only when one is reported.
     const shownId = () => diagnosticId(raw.eventId);
     if (eventId === null) {
-      diag.add(shownId(), 'event_id_invalid', 'event_id', 'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b');
+      diag.add(
+        shownId(),
+        'event_id_invalid',
+        'event_id',
+        'eventId must be a UUID such as 0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b',
+      );
     }
     const ev = normalizeEvent(raw, eventId ?? '', ctx.channel, diag, ctx.plan != null);
     if (ev === null || eventId === null || (ctx.plan != null && !checkPlan(ctx.plan, ev, ctx.channel, shownId, diag))) {
@@ -169,7 +210,12 @@ function runEvents(events: unknown[], ctx: BatchContext, webappUserId: string | 
   return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live, recheck };
 }
 
-function finish(diag: DiagnosticSink, r: ReturnType<typeof runEvents>, profiles: UserSeen[], bot: BotSnapshot | null): BatchResult {
+function finish(
+  diag: DiagnosticSink,
+  r: ReturnType<typeof runEvents>,
+  profiles: UserSeen[],
+  bot: BotSnapshot | null,
+): BatchResult {
   for (const p of profiles) r.userIds.delete(p.id);
   return {
     accepted: r.accepted,
@@ -201,19 +247,33 @@ export const MAX_PROFILES = 1000;
 
 function checkProfilesCount(users: unknown, max: number): Refusal | null {
   if (!Array.isArray(users) || users.length <= max) return null;
-  return { code: 'too_many_profiles', message: `"users" holds ${users.length} profiles; at most ${max} are allowed per request.`, details: { count: users.length, max } };
+  return {
+    code: 'too_many_profiles',
+    message: `"users" holds ${users.length} profiles; at most ${max} are allowed per request.`,
+    details: { count: users.length, max },
+  };
 }
 
 /** bot_api: `{events, users?, bot?, version?}`; `bodyBytes` sizes the row buffer. */
-export function processBotApiBatch(body: unknown, ctx: BatchContext, bodyBytes = 0, maxProfiles = MAX_PROFILES): BatchOutcome {
+export function processBotApiBatch(
+  body: unknown,
+  ctx: BatchContext,
+  bodyBytes = 0,
+  maxProfiles = MAX_PROFILES,
+): BatchOutcome {
   if (!isObject(body)) return { ok: false, refusal: { code: 'invalid_body' } };
-  if (body.version !== undefined && body.version !== '1') return { ok: false, refusal: { code: 'unsupported_version' } };
-  const bad = checkEventsArray(body.events) ?? checkParseTime(body.events as unknown[]) ?? checkProfilesCount(body.users, maxProfiles);
+  if (body.version !== undefined && body.version !== '1')
+    return { ok: false, refusal: { code: 'unsupported_version' } };
+  const bad =
+    checkEventsArray(body.events) ??
+    checkParseTime(body.events as unknown[]) ??
+    checkProfilesCount(body.users, maxProfiles);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
   const r = runEvents(body.events as unknown[], ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
   const profiles = body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag);
-  const bot = body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, ctx.messengerBotId ?? null, diag);
+  const bot =
+    body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, ctx.messengerBotId ?? null, diag);
   return { ok: true, batch: finish(diag, r, profiles, bot) };
 }
 
@@ -233,18 +293,39 @@ export interface Rechecked {
   diagnostics: Diagnostic[];
 }
 
-const stillInvalid = (message: string): Diagnostic[] => [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message }];
+const stillInvalid = (message: string): Diagnostic[] => [
+  { event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message },
+];
 
 /** Runs a quarantined event (its JSON as kept) through the pipeline again, as if it arrived now on its channel. */
-export function recheckQuarantined(event: string, truncated: boolean, ctx: BatchContext, webappUser: string | null, maxDepth: number): Rechecked {
-  if (truncated) return { eventId: null, batch: null, diagnostics: stillInvalid('the event was longer than 64 KiB when it arrived; only its beginning was kept, so it cannot be replayed') };
+export function recheckQuarantined(
+  event: string,
+  truncated: boolean,
+  ctx: BatchContext,
+  webappUser: string | null,
+  maxDepth: number,
+): Rechecked {
+  if (truncated)
+    return {
+      eventId: null,
+      batch: null,
+      diagnostics: stillInvalid(
+        'the event was longer than 64 KiB when it arrived; only its beginning was kept, so it cannot be replayed',
+      ),
+    };
   const raw: unknown = JSON.parse(event);
   // Kept before MAX_JSON_DEPTH bounded bodies: it could not be shown or stored safely.
-  if (deeperThan(raw, maxDepth - 2)) return { eventId: null, batch: null, diagnostics: stillInvalid(`the event nests deeper than MAX_JSON_DEPTH (${maxDepth}) allows in a body`) };
+  if (deeperThan(raw, maxDepth - 2))
+    return {
+      eventId: null,
+      batch: null,
+      diagnostics: stillInvalid(`the event nests deeper than MAX_JSON_DEPTH (${maxDepth}) allows in a body`),
+    };
   const eventId = parseUuid((raw as { eventId?: unknown } | null)?.eventId);
-  const r = ctx.channel === 'webapp'
-    ? processWebappBatch([raw], ctx, { id: webappUser ?? '0' })
-    : processBotApiBatch({ events: [raw] }, ctx);
+  const r =
+    ctx.channel === 'webapp'
+      ? processWebappBatch([raw], ctx, { id: webappUser ?? '0' })
+      : processBotApiBatch({ events: [raw] }, ctx);
   if (!r.ok) return { eventId, batch: null, diagnostics: stillInvalid(r.refusal.message ?? r.refusal.code) };
   return { eventId, batch: r.batch, diagnostics: r.batch.diagnostics };
 }

@@ -3,7 +3,6 @@
 import type { Channel } from '../model.js';
 import type { NormalizedEvent } from './event.js';
 
-
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
@@ -45,7 +44,10 @@ export class RowBuffer {
 
   constructor(estimateBytes: number) {
     // Small batches take memory from Node's pool (cheap); a worker copies them before moving.
-    this.buf = estimateBytes < 32_768 ? Buffer.allocUnsafe(Math.max(1024, estimateBytes)) : Buffer.allocUnsafeSlow(estimateBytes);
+    this.buf =
+      estimateBytes < 32_768
+        ? Buffer.allocUnsafe(Math.max(1024, estimateBytes))
+        : Buffer.allocUnsafeSlow(estimateBytes);
   }
 
   push(row: string): void {
@@ -65,7 +67,8 @@ export class RowBuffer {
     if (this.len === 0) return new Uint8Array(0);
     // Far more room than rows (a long body of few events, or the last doubling): the rows are
     // copied out, so that what moves and is held (and counted) is what they take.
-    if (this.buf.length - this.len > 65_536 && this.buf.length > 2 * this.len) return new Uint8Array(this.buf.subarray(0, this.len));
+    if (this.buf.length - this.len > 65_536 && this.buf.length > 2 * this.len)
+      return new Uint8Array(this.buf.subarray(0, this.len));
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.len);
   }
 }

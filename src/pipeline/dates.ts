@@ -2,7 +2,8 @@
 // A missing offset means UTC. Years are limited to 0001-9999 so no value can fall outside
 // what timestamptz stores; fractions beyond microseconds are cut (PostgreSQL keeps microseconds).
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
 
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
@@ -26,7 +27,15 @@ function digits2(s: string, i: number): number {
 function canonicalUtc(value: string): boolean {
   const n = value.length;
   if (n !== 20 && (n < 22 || n > 27)) return false;
-  if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58 || value.charCodeAt(n - 1) !== 90) return false;
+  if (
+    value.charCodeAt(4) !== 45 ||
+    value.charCodeAt(7) !== 45 ||
+    value.charCodeAt(10) !== 84 ||
+    value.charCodeAt(13) !== 58 ||
+    value.charCodeAt(16) !== 58 ||
+    value.charCodeAt(n - 1) !== 90
+  )
+    return false;
   if (n > 20) {
     if (value.charCodeAt(19) !== 46) return false;
     for (let i = 20; i < n - 1; i++) {
@@ -37,8 +46,16 @@ function canonicalUtc(value: string): boolean {
   const year = digits2(value, 0) * 100 + digits2(value, 2);
   const month = digits2(value, 5);
   const day = digits2(value, 8);
-  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month)
-    && digits2(value, 11) <= 23 && digits2(value, 14) <= 59 && digits2(value, 17) <= 59;
+  return (
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysIn(year, month) &&
+    digits2(value, 11) <= 23 &&
+    digits2(value, 14) <= 59 &&
+    digits2(value, 17) <= 59
+  );
 }
 
 /** The normalized timestamp, or null when the value is not a date-time we store. */

@@ -17,19 +17,31 @@ export interface BodyLimits {
 }
 
 export function tooLarge(maxBytes: number): Refusal {
-  return { code: 'payload_too_large', message: `The decompressed body exceeds ${maxBytes} bytes.`, details: { maxBytes } };
+  return {
+    code: 'payload_too_large',
+    message: `The decompressed body exceeds ${maxBytes} bytes.`,
+    details: { maxBytes },
+  };
 }
 
 export function tooDeep(maxDepth: number): Refusal {
-  return { code: 'invalid_json', message: `The body nests objects and arrays more than ${maxDepth} levels deep (MAX_JSON_DEPTH).`, details: { maxDepth } };
+  return {
+    code: 'invalid_json',
+    message: `The body nests objects and arrays more than ${maxDepth} levels deep (MAX_JSON_DEPTH).`,
+    details: { maxDepth },
+  };
 }
 
 /** Decompresses a gzip body, bounded by `maxBytes`, so a gzip bomb costs no more than a plain body. */
-export function gunzip(body: Uint8Array, maxBytes: number): { ok: true; bytes: Uint8Array } | { ok: false; refusal: Refusal } {
+export function gunzip(
+  body: Uint8Array,
+  maxBytes: number,
+): { ok: true; bytes: Uint8Array } | { ok: false; refusal: Refusal } {
   try {
     return { ok: true, bytes: gunzipSync(body, { maxOutputLength: maxBytes }) };
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) return { ok: false, refusal: tooLarge(maxBytes) };
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError)
+      return { ok: false, refusal: tooLarge(maxBytes) };
     return { ok: false, refusal: { code: 'invalid_gzip' } };
   }
 }
@@ -47,7 +59,10 @@ export function decodeJson(body: Uint8Array, gzip: boolean, limits: BodyLimits):
   try {
     value = JSON.parse(text);
   } catch (err) {
-    return { ok: false, refusal: { code: 'invalid_json', message: `The body is not valid JSON: ${(err as Error).message}` } };
+    return {
+      ok: false,
+      refusal: { code: 'invalid_json', message: `The body is not valid JSON: ${(err as Error).message}` },
+    };
   }
   if (deeperThan(value, limits.maxDepth)) return { ok: false, refusal: tooDeep(limits.maxDepth) };
   return { ok: true, value, bytes };
@@ -58,7 +73,12 @@ export function decodeJson(body: Uint8Array, gzip: boolean, limits: BodyLimits):
  * `complete`: the content ended within them. `whole`: `body` is all of the request's body (else
  * a prefix of it, whose end is not an error). `enough`: asked after each chunk, true stops there.
  */
-export function inflatePrefix(body: Uint8Array, max: number, whole: boolean, enough?: (sofar: Buffer) => boolean): Promise<{ ok: true; bytes: Buffer; complete: boolean } | { ok: false; refusal: Refusal }> {
+export function inflatePrefix(
+  body: Uint8Array,
+  max: number,
+  whole: boolean,
+  enough?: (sofar: Buffer) => boolean,
+): Promise<{ ok: true; bytes: Buffer; complete: boolean } | { ok: false; refusal: Refusal }> {
   return new Promise((resolve) => {
     const z = createGunzip({ chunkSize: 8 * 1024 });
     const chunks: Buffer[] = [];
@@ -79,7 +99,9 @@ export function inflatePrefix(body: Uint8Array, max: number, whole: boolean, eno
       else if (enough?.(sofar())) settle({ ok: true, bytes: sofar(), complete: false });
     });
     z.on('end', () => settle({ ok: true, bytes: sofar(), complete: whole }));
-    z.on('error', () => settle(whole ? { ok: false, refusal: { code: 'invalid_gzip' } } : { ok: true, bytes: sofar(), complete: false }));
+    z.on('error', () =>
+      settle(whole ? { ok: false, refusal: { code: 'invalid_gzip' } } : { ok: true, bytes: sofar(), complete: false }),
+    );
     z.end(body);
   });
 }

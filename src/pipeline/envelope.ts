@@ -21,7 +21,10 @@ export function readWebappEnvelope(body: unknown): EnvelopeOutcome {
   const botId = parseUuid(body.botId);
   if (botId === null) return { ok: false, refusal: { code: 'bot_id_invalid' } };
   const initData = isObject(body.auth) ? body.auth.initData : undefined;
-  return { ok: true, envelope: { botId, initData: typeof initData === 'string' && initData.trim() !== '' ? initData : null } };
+  return {
+    ok: true,
+    envelope: { botId, initData: typeof initData === 'string' && initData.trim() !== '' ? initData : null },
+  };
 }
 
 /** The same body read whole after authentication must name the same bot and session. */
@@ -49,7 +52,11 @@ class TooDeep extends Error {}
  * other keys are skipped by their brackets (their syntax is checked when the body is parsed whole,
  * after authentication); botId and auth are parsed as JSON.
  */
-export function envelopeFromPrefix(text: string, limits: Pick<BodyLimits, 'maxDepth'>, prefixBytes: number): EnvelopeOutcome {
+export function envelopeFromPrefix(
+  text: string,
+  limits: Pick<BodyLimits, 'maxDepth'>,
+  prefixBytes: number,
+): EnvelopeOutcome {
   const n = text.length;
   const space = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
   const skipSpace = (i: number) => {

@@ -8,7 +8,15 @@ import { ACTION_FIELDS, actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from
 import { displayKey, repairString, SUSPICIOUS, truncateCodePoints } from './strings.js';
 
 export const EVENT_TYPES: ReadonlySet<string> = new Set([
-  'message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform',
+  'message',
+  'interaction',
+  'payment',
+  'membership',
+  'business',
+  'poll',
+  'reaction',
+  'boost',
+  'platform',
 ]);
 
 export const LIMITS = Object.freeze({
@@ -38,7 +46,9 @@ export interface NormalizedEvent {
   /** The promoted "$tg" section as JSON text. */
   tg: string | null;
   actionKey: string | null;
-  /** The kept properties as objects, by bucket and with their names as sent; built only for a tracking plan to check. */
+  /**
+   * The kept properties as objects, by bucket and with their names as sent; built only for a tracking plan to check.
+   */
   props: Partial<Record<'propsString' | 'propsLong' | 'propsFloat' | 'propsBool', Record<string, unknown>>> | null;
 }
 
@@ -46,9 +56,33 @@ export const PROP_KEY = /^[A-Za-z_][A-Za-z0-9_.]{0,127}$/;
 
 /** The fields of an event on each endpoint; anything else is dropped with a field_unknown warning. */
 const FIELDS: Record<Endpoint, ReadonlySet<string>> = {
-  bot_api: new Set(['eventId', 'eventName', 'eventDate', 'eventType', 'platformUserId', 'eventOrigin', 'text', 'propsString', 'propsLong', 'propsFloat', 'propsBool']),
+  bot_api: new Set([
+    'eventId',
+    'eventName',
+    'eventDate',
+    'eventType',
+    'platformUserId',
+    'eventOrigin',
+    'text',
+    'propsString',
+    'propsLong',
+    'propsFloat',
+    'propsBool',
+  ]),
   // The contract says these are ignored silently on the webapp endpoint.
-  webapp: new Set(['eventId', 'eventName', 'eventDate', 'eventType', 'platformUserId', 'eventOrigin', 'text', 'propsString', 'propsLong', 'propsFloat', 'propsBool']),
+  webapp: new Set([
+    'eventId',
+    'eventName',
+    'eventDate',
+    'eventType',
+    'platformUserId',
+    'eventOrigin',
+    'text',
+    'propsString',
+    'propsLong',
+    'propsFloat',
+    'propsBool',
+  ]),
 };
 
 const EVENT_TYPE_LIST = [...EVENT_TYPES].join(', ');
@@ -58,7 +92,11 @@ export function diagnosticId(value: unknown): string | null {
   return typeof value === 'string' ? displayKey(value) : null;
 }
 
-const BUCKETS: ReadonlyArray<{ field: 'propsString' | 'propsLong' | 'propsFloat' | 'propsBool'; path: string; type: FieldType }> = [
+const BUCKETS: ReadonlyArray<{
+  field: 'propsString' | 'propsLong' | 'propsFloat' | 'propsBool';
+  path: string;
+  type: FieldType;
+}> = [
   { field: 'propsString', path: 'props_string', type: 'string' },
   { field: 'propsLong', path: 'props_long', type: 'long' },
   { field: 'propsFloat', path: 'props_float', type: 'float' },
@@ -67,10 +105,14 @@ const BUCKETS: ReadonlyArray<{ field: 'propsString' | 'propsLong' | 'propsFloat'
 
 function valueFits(type: FieldType, v: unknown): boolean {
   switch (type) {
-    case 'string': return typeof v === 'string';
-    case 'long': return Number.isSafeInteger(v);
-    case 'float': return typeof v === 'number' && Number.isFinite(v);
-    case 'bool': return typeof v === 'boolean';
+    case 'string':
+      return typeof v === 'string';
+    case 'long':
+      return Number.isSafeInteger(v);
+    case 'float':
+      return typeof v === 'number' && Number.isFinite(v);
+    case 'bool':
+      return typeof v === 'boolean';
   }
 }
 
@@ -82,12 +124,20 @@ const TYPE_WORDS: Record<FieldType, string> = {
 };
 
 /** Repairs a string for storage, reporting each repair; returns the stored value. */
-function cleanString(s: string, max: number, id: () => string | null, path: string, truncCode: 'text_truncated' | 'prop_value_truncated' | 'event_name_truncated', diag: DiagnosticSink): string {
+function cleanString(
+  s: string,
+  max: number,
+  id: () => string | null,
+  path: string,
+  truncCode: 'text_truncated' | 'prop_value_truncated' | 'event_name_truncated',
+  diag: DiagnosticSink,
+): string {
   let value = s;
   if (SUSPICIOUS.test(s)) {
     const r = repairString(s);
     if (r.nulRemoved) diag.add(id(), 'string_nul_removed', path, 'NUL characters were removed');
-    if (r.unicodeRepaired) diag.add(id(), 'string_unicode_repaired', path, 'unpaired surrogates were replaced by U+FFFD');
+    if (r.unicodeRepaired)
+      diag.add(id(), 'string_unicode_repaired', path, 'unpaired surrogates were replaced by U+FFFD');
     value = r.value;
   }
   if (value.length <= max) return value;
@@ -101,7 +151,13 @@ function cleanString(s: string, max: number, id: () => string | null, path: stri
  * Checks and repairs one event whose eventId is already known to be valid.
  * Returns null when the event is rejected (an error diagnostic was added).
  */
-export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag: DiagnosticSink, withProps = false): NormalizedEvent | null {
+export function normalizeEvent(
+  ev: Props,
+  eventId: string,
+  mode: Endpoint,
+  diag: DiagnosticSink,
+  withProps = false,
+): NormalizedEvent | null {
   // How diagnostics name the event, computed only when one is reported.
   let shownId: string | null | undefined;
   const id = () => (shownId === undefined ? (shownId = diagnosticId(ev.eventId)) : shownId);
@@ -114,7 +170,12 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag:
       diag.add(id(), 'event_missing_identity', 'platform_user_id', 'platformUserId is required');
       ok = false;
     } else if (typeof u !== 'string' || !isUserId(u)) {
-      diag.add(id(), 'platform_user_id_invalid', 'platform_user_id', 'platformUserId must be a string holding a positive 64-bit integer, e.g. "123456789"');
+      diag.add(
+        id(),
+        'platform_user_id_invalid',
+        'platform_user_id',
+        'platformUserId must be a string holding a positive 64-bit integer, e.g. "123456789"',
+      );
       ok = false;
     } else {
       platformUserId = u;
@@ -129,7 +190,12 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag:
 
   const date = typeof ev.eventDate === 'string' ? normalizeDate(ev.eventDate) : null;
   if (date === null) {
-    diag.add(id(), 'event_date_invalid', 'event_date', 'eventDate must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z (years 0001-9999)');
+    diag.add(
+      id(),
+      'event_date_invalid',
+      'event_date',
+      'eventDate must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z (years 0001-9999)',
+    );
     ok = false;
   }
 
@@ -145,12 +211,18 @@ export function normalizeEvent(ev: Props, eventId: string, mode: Endpoint, diag:
 
   const known = FIELDS[mode];
   for (const field in ev) {
-    if (!known.has(field)) diag.add(id(), 'field_unknown', displayKey(field), `${displayKey(field)} is not an event field; dropped`);
+    if (!known.has(field))
+      diag.add(id(), 'field_unknown', displayKey(field), `${displayKey(field)} is not an event field; dropped`);
   }
 
   let eventType = ev.eventType;
   if (typeof eventType !== 'string' || !EVENT_TYPES.has(eventType)) {
-    diag.add(id(), 'event_type_unknown', 'event_type', `eventType must be one of ${EVENT_TYPE_LIST}; stored as "platform"`);
+    diag.add(
+      id(),
+      'event_type_unknown',
+      'event_type',
+      `eventType must be one of ${EVENT_TYPE_LIST}; stored as "platform"`,
+    );
     eventType = 'platform';
   }
 
@@ -187,7 +259,13 @@ function jsonValue(type: FieldType, v: unknown): string {
   return type === 'string' ? JSON.stringify(v) : String(v);
 }
 
-function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () => string | null, diag: DiagnosticSink): void {
+function collectProps(
+  ev: Props,
+  out: NormalizedEvent,
+  mode: Endpoint,
+  id: () => string | null,
+  diag: DiagnosticSink,
+): void {
   const promote = out.origin === 'platform';
   let kept = 0;
   let dropped = 0;
@@ -206,15 +284,30 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () =>
     for (const key of Object.keys(src)) {
       let value = (src as Props)[key];
       if (key.charCodeAt(0) === 36 /* $ */) {
-        diag.add(id(), 'prop_key_reserved', `${bucket.path}.${displayKey(key)}`, 'keys starting with "$" are reserved for the platform; dropped');
+        diag.add(
+          id(),
+          'prop_key_reserved',
+          `${bucket.path}.${displayKey(key)}`,
+          'keys starting with "$" are reserved for the platform; dropped',
+        );
         continue;
       }
       if (!PROP_KEY.test(key)) {
-        diag.add(id(), 'prop_key_invalid', `${bucket.path}.${displayKey(key)}`, 'key must match ^[A-Za-z_][A-Za-z0-9_.]{0,127}$; dropped');
+        diag.add(
+          id(),
+          'prop_key_invalid',
+          `${bucket.path}.${displayKey(key)}`,
+          'key must match ^[A-Za-z_][A-Za-z0-9_.]{0,127}$; dropped',
+        );
         continue;
       }
       if (!valueFits(bucket.type, value)) {
-        diag.add(id(), 'prop_value_type_invalid', `${bucket.path}.${key}`, `value must be ${TYPE_WORDS[bucket.type]}; dropped`);
+        diag.add(
+          id(),
+          'prop_value_type_invalid',
+          `${bucket.path}.${key}`,
+          `value must be ${TYPE_WORDS[bucket.type]}; dropped`,
+        );
         continue;
       }
       if (kept >= LIMITS.propsPerEvent) {
@@ -223,7 +316,14 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () =>
       }
       kept++;
       if (bucket.type === 'string') {
-        value = cleanString(value as string, LIMITS.stringValueChars, id, `${bucket.path}.${key}`, 'prop_value_truncated', diag);
+        value = cleanString(
+          value as string,
+          LIMITS.stringValueChars,
+          id,
+          `${bucket.path}.${key}`,
+          'prop_value_truncated',
+          diag,
+        );
       }
       // Null-prototype objects: a key such as __proto__ stays data.
       if (out.props !== null) (out.props[bucket.field] ??= Object.create(null) as Record<string, unknown>)[key] = value;
@@ -236,7 +336,12 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () =>
             if (ACTION_FIELDS.has(field)) (action ??= {})[field] = value;
             continue;
           }
-          diag.add(id(), 'prop_type_mismatch', `${bucket.path}.${key}`, `canonical field tg.${field} belongs in props_${want}; kept as a flat property`);
+          diag.add(
+            id(),
+            'prop_type_mismatch',
+            `${bucket.path}.${key}`,
+            `canonical field tg.${field} belongs in props_${want}; kept as a flat property`,
+          );
         }
       }
       flat += `${flat === '' ? '' : ','}"${key}":${jsonValue(bucket.type, value)}`;
@@ -246,6 +351,11 @@ function collectProps(ev: Props, out: NormalizedEvent, mode: Endpoint, id: () =>
   if (tg !== '') out.tg = `{${tg}}`;
   if (action !== null) out.actionKey = actionKey(action);
   if (dropped > 0) {
-    diag.add(id(), 'props_limit_exceeded', 'props', `${kept + dropped} properties exceed the limit of ${LIMITS.propsPerEvent}; the last ${dropped} were dropped`);
+    diag.add(
+      id(),
+      'props_limit_exceeded',
+      'props',
+      `${kept + dropped} properties exceed the limit of ${LIMITS.propsPerEvent}; the last ${dropped} were dropped`,
+    );
   }
 }

@@ -38,7 +38,10 @@ interface CompiledPlan {
 
 /** A plan whose schemas ajv cannot compile; `message` is ajv's. */
 export class PlanInvalid extends Error {
-  constructor(readonly eventName: string, message: string) {
+  constructor(
+    readonly eventName: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'PlanInvalid';
   }
@@ -51,11 +54,14 @@ export class PlanInvalid extends Error {
  * over re2-wasm: 0.2-31 µs against 2-82 µs per test here, from 3 to 4097 characters. A pattern RE2
  * cannot take (lookahead, backreferences) fails to compile, so the plan is refused at PUT.
  */
-const re2: RegExpEngine = Object.assign((pattern: string, flags: string) => {
-  const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
-  // ajv keys the patterns it has compiled by toString(): each needs its own.
-  return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
-}, { code: 're2' });
+const re2: RegExpEngine = Object.assign(
+  (pattern: string, flags: string) => {
+    const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    // ajv keys the patterns it has compiled by toString(): each needs its own.
+    return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
+  },
+  { code: 're2' },
+);
 
 /** At most this many schemas (through $ref, allOf, anyOf, …) may apply to one value of an event. */
 export const MAX_SAME_VALUE_SCHEMAS = 1000;
@@ -104,9 +110,11 @@ export function unboundedSchema(schema: unknown): string | null {
     }
     if (!isNode(v)) return null;
     all.push(v);
-    for (const k of UNSUPPORTED) if (k in v) return `${k} is not supported in a tracking plan (use "$ref": "#/$defs/…")`;
+    for (const k of UNSUPPORTED)
+      if (k in v) return `${k} is not supported in a tracking plan (use "$ref": "#/$defs/…")`;
     if (typeof v.$anchor === 'string') anchors.set(v.$anchor, v);
-    if (typeof v.$ref === 'string' && !v.$ref.startsWith('#')) return `"$ref": ${JSON.stringify(v.$ref.slice(0, 64))} names another document; only references within the schema (#…) are supported`;
+    if (typeof v.$ref === 'string' && !v.$ref.startsWith('#'))
+      return `"$ref": ${JSON.stringify(v.$ref.slice(0, 64))} names another document; only references within the schema (#…) are supported`;
     for (const k in v) {
       if (k === 'enum' || k === 'const' || k === 'examples' || k === 'default') continue;
       const why = collect(v[k]);
@@ -123,7 +131,8 @@ export function unboundedSchema(schema: unknown): string | null {
       if (target !== undefined) out.push(target);
     }
     for (const k of SAME_INSTANCE_ONE) if (isNode(n[k])) out.push(n[k] as Node);
-    for (const k of SAME_INSTANCE_LIST) if (Array.isArray(n[k])) for (const x of n[k] as unknown[]) if (isNode(x)) out.push(x);
+    for (const k of SAME_INSTANCE_LIST)
+      if (Array.isArray(n[k])) for (const x of n[k] as unknown[]) if (isNode(x)) out.push(x);
     if (isNode(n.dependentSchemas)) for (const x of Object.values(n.dependentSchemas)) if (isNode(x)) out.push(x);
     return out;
   };
@@ -143,14 +152,16 @@ export function unboundedSchema(schema: unknown): string | null {
         state.set(top.node, 2);
         let n = 1;
         for (const e of top.edges) n += applications.get(e) ?? 1;
-        if (n > MAX_SAME_VALUE_SCHEMAS) return `its references apply more than ${MAX_SAME_VALUE_SCHEMAS} schemas to one value`;
+        if (n > MAX_SAME_VALUE_SCHEMAS)
+          return `its references apply more than ${MAX_SAME_VALUE_SCHEMAS} schemas to one value`;
         applications.set(top.node, n);
         stack.pop();
         continue;
       }
       const to = top.edges[top.i++]!;
       const seen = state.get(to);
-      if (seen === 1) return 'a "$ref" leads back to a schema that applies to the same value, so checking any event would never end';
+      if (seen === 1)
+        return 'a "$ref" leads back to a schema that applies to the same value, so checking any event would never end';
       if (seen === undefined) {
         state.set(to, 1);
         stack.push({ node: to, edges: next(to), i: 0 });
@@ -166,8 +177,16 @@ export function compilePlan(plan: TrackingPlan): CompiledPlan {
   // are refused (a typo would otherwise check nothing); the usual idioms (type unions, required
   // without properties) are allowed.
   const ajv = new Ajv2020({
-    allErrors: true, validateFormats: false, logger: false, code: { regExp: re2 },
-    strictSchema: true, strictNumbers: true, strictTypes: false, strictTuples: false, strictRequired: false, allowUnionTypes: true,
+    allErrors: true,
+    validateFormats: false,
+    logger: false,
+    code: { regExp: re2 },
+    strictSchema: true,
+    strictNumbers: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    allowUnionTypes: true,
   });
   const validators = new Map<string, ValidateFunction>();
   for (const [name, schema] of Object.entries(plan.events)) {
@@ -192,7 +211,12 @@ function planFor(ref: PlanRef): CompiledPlan {
       c = compilePlan(plan);
     } catch (err) {
       if (!(err instanceof PlanInvalid)) throw err;
-      c = { mode: plan.mode, unplanned: plan.unplannedEvents, validators: new Map(), broken: `the schema of event ${JSON.stringify(err.eventName.slice(0, 64))} does not compile: ${err.message.slice(0, 200)}` };
+      c = {
+        mode: plan.mode,
+        unplanned: plan.unplannedEvents,
+        validators: new Map(),
+        broken: `the schema of event ${JSON.stringify(err.eventName.slice(0, 64))} does not compile: ${err.message.slice(0, 200)}`,
+      };
     }
     compiled.set(ref.key, c);
   }
@@ -200,10 +224,20 @@ function planFor(ref: PlanRef): CompiledPlan {
 }
 
 const SNAKE: Record<string, string> = {
-  eventName: 'event_name', eventType: 'event_type', text: 'text', platformUserId: 'platform_user_id', eventOrigin: 'event_origin',
-  propsString: 'props_string', propsLong: 'props_long', propsFloat: 'props_float', propsBool: 'props_bool',
+  eventName: 'event_name',
+  eventType: 'event_type',
+  text: 'text',
+  platformUserId: 'platform_user_id',
+  eventOrigin: 'event_origin',
+  propsString: 'props_string',
+  propsLong: 'props_long',
+  propsFloat: 'props_float',
+  propsBool: 'props_bool',
 };
-/** The event as a schema sees it: the request's field names, the repaired values, `tg.*` fields in their buckets as sent. */
+/**
+ * The event as a schema sees it: the request's field names, the repaired values, `tg.*` fields in their buckets as
+ * sent.
+ */
 export function eventView(ev: NormalizedEvent, endpoint: Endpoint): Record<string, unknown> {
   const view: Record<string, unknown> = { eventName: ev.eventName, eventType: ev.eventType };
   if (ev.text !== null) view.text = ev.text;
@@ -217,9 +251,16 @@ export function eventView(ev: NormalizedEvent, endpoint: Endpoint): Record<strin
 
 /** ajv's JSON pointer as a diagnostic path: snake_case for event fields, property keys as sent. */
 function pathOf(e: ErrorObject): string {
-  const parts = e.instancePath === '' ? [] : e.instancePath.slice(1).split('/').map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const parts =
+    e.instancePath === ''
+      ? []
+      : e.instancePath
+          .slice(1)
+          .split('/')
+          .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
   if (e.keyword === 'required') parts.push(String((e.params as { missingProperty: string }).missingProperty));
-  if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty: string }).additionalProperty));
+  if (e.keyword === 'additionalProperties')
+    parts.push(String((e.params as { additionalProperty: string }).additionalProperty));
   if (parts.length === 0) return 'event';
   parts[0] = SNAKE[parts[0]!] ?? parts[0]!;
   return parts.join('.');
@@ -229,18 +270,36 @@ function pathOf(e: ErrorObject): string {
  * Checks one accepted event against the project's tracking plan and reports what it finds. Returns false
  * when the plan rejects the event (an error diagnostic was added).
  */
-export function checkPlan(ref: PlanRef, ev: NormalizedEvent, endpoint: Endpoint, id: () => string | null, diag: DiagnosticSink): boolean {
+export function checkPlan(
+  ref: PlanRef,
+  ev: NormalizedEvent,
+  endpoint: Endpoint,
+  id: () => string | null,
+  diag: DiagnosticSink,
+): boolean {
   const plan = planFor(ref);
   if (plan.broken !== undefined) {
     const severity: Severity = plan.mode === 'block' ? 'error' : 'warning';
-    diag.add(id(), 'schema_violation', 'event', `the tracking plan cannot be used: ${plan.broken}; put a corrected plan`, severity);
+    diag.add(
+      id(),
+      'schema_violation',
+      'event',
+      `the tracking plan cannot be used: ${plan.broken}; put a corrected plan`,
+      severity,
+    );
     return severity !== 'error';
   }
   const validate = plan.validators.get(ev.eventName);
   if (validate === undefined) {
     if (plan.unplanned === 'allow') return true;
     const severity: Severity = plan.unplanned === 'block' ? 'error' : 'warning';
-    diag.add(id(), 'event_unplanned', 'event_name', `the tracking plan has no event named ${JSON.stringify(ev.eventName.slice(0, 64))}`, severity);
+    diag.add(
+      id(),
+      'event_unplanned',
+      'event_name',
+      `the tracking plan has no event named ${JSON.stringify(ev.eventName.slice(0, 64))}`,
+      severity,
+    );
     return severity !== 'error';
   }
   const severity: Severity = plan.mode === 'block' ? 'error' : 'warning';
@@ -249,10 +308,17 @@ export function checkPlan(ref: PlanRef, ev: NormalizedEvent, endpoint: Endpoint,
     valid = validate(eventView(ev, endpoint)) as boolean;
   } catch (err) {
     // Refused at PUT when foreseeable (see unboundedSchema); anything else fails this event alone.
-    diag.add(id(), 'schema_violation', 'event', `the tracking plan could not check this event (${(err as Error).message.slice(0, 200)})`, severity);
+    diag.add(
+      id(),
+      'schema_violation',
+      'event',
+      `the tracking plan could not check this event (${(err as Error).message.slice(0, 200)})`,
+      severity,
+    );
     return severity !== 'error';
   }
   if (valid) return true;
-  for (const e of (validate.errors ?? []).slice(0, MAX_SCHEMA_VIOLATIONS)) diag.add(id(), 'schema_violation', pathOf(e), e.message ?? 'is invalid', severity);
+  for (const e of (validate.errors ?? []).slice(0, MAX_SCHEMA_VIOLATIONS))
+    diag.add(id(), 'schema_violation', pathOf(e), e.message ?? 'is invalid', severity);
   return severity !== 'error';
 }

@@ -86,7 +86,12 @@ export const TG_PREFIX = 'tg.';
  * The messenger action an event reports, so that the same action reported over two connections
  * is billed once: a payment by its charge id, a message by chat and message id, otherwise the update id.
  */
-export const ACTION_FIELDS: ReadonlySet<string> = new Set(['telegram_payment_charge_id', 'chat_id', 'message_id', 'update_id']);
+export const ACTION_FIELDS: ReadonlySet<string> = new Set([
+  'telegram_payment_charge_id',
+  'chat_id',
+  'message_id',
+  'update_id',
+]);
 
 /**
  * Action keys are btree keys (billing_actions, billing_free_reports): one longer than this many

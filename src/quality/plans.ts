@@ -9,8 +9,14 @@ import type { PlanRef } from '../pipeline/plans.js';
 export class PlanCache {
   private readonly cache: RefreshingCache<PlanRef>;
 
-  constructor(private readonly sql: Sql, ttlMs: number) {
-    this.cache = new RefreshingCache(batchLoader((ids) => this.load(ids)), { what: 'tracking plan', ttlMs, maxStaleMs: ttlMs * 2, max: 10_000, negativeMax: 10_000 });
+  constructor(
+    private readonly sql: Sql,
+    ttlMs: number,
+  ) {
+    this.cache = new RefreshingCache(
+      batchLoader((ids) => this.load(ids)),
+      { what: 'tracking plan', ttlMs, maxStaleMs: ttlMs * 2, max: 10_000, negativeMax: 10_000 },
+    );
   }
 
   get stats() {

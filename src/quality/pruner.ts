@@ -20,7 +20,11 @@ export class QuarantinePruner {
   private pruning = false;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly store: QualityStore, private readonly o: PruneOptions, private readonly log: Logger) {
+  constructor(
+    private readonly store: QualityStore,
+    private readonly o: PruneOptions,
+    private readonly log: Logger,
+  ) {
     this.timer = setInterval(() => this.prune(), o.everyMs);
     this.timer.unref();
   }
@@ -35,7 +39,11 @@ export class QuarantinePruner {
   }
 
   private prune(): void {
-    this.o.flushDropped?.().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'counting dropped quarantine events failed'));
+    this.o
+      .flushDropped?.()
+      .catch((err: unknown) =>
+        this.log.warn({ err: (err as Error).message }, 'counting dropped quarantine events failed'),
+      );
     if (this.pruning) return;
     this.pruning = true;
     const projects = this.since === null ? null : [...this.since];
@@ -44,16 +52,19 @@ export class QuarantinePruner {
       if (projects === null) this.since = null;
       else for (const p of projects) this.since?.add(p);
     };
-    this.store.prune(this.o.maxEvents, this.o.retentionDays, projects).then(
-      (pruned) => {
-        if (pruned === null) again();
-      },
-      (err: unknown) => {
-        again();
-        this.log.warn({ err: (err as Error).message }, 'pruning the quarantine failed');
-      },
-    ).finally(() => {
-      this.pruning = false;
-    });
+    this.store
+      .prune(this.o.maxEvents, this.o.retentionDays, projects)
+      .then(
+        (pruned) => {
+          if (pruned === null) again();
+        },
+        (err: unknown) => {
+          again();
+          this.log.warn({ err: (err as Error).message }, 'pruning the quarantine failed');
+        },
+      )
+      .finally(() => {
+        this.pruning = false;
+      });
   }
 }

@@ -16,14 +16,24 @@ export class QuarantineBudget {
   /** Events dropped since start, by this instance (a metric). */
   droppedTotal = 0;
 
-  constructor(private readonly sql: Sql, readonly maxBytes: number, ttlMs: number) {
-    this.usage = new RefreshingCache(batchLoader((ids) => this.load(ids)), { what: 'quarantine usage', ttlMs, maxStaleMs: ttlMs * 2, max: 10_000, negativeMax: 10_000 });
+  constructor(
+    private readonly sql: Sql,
+    readonly maxBytes: number,
+    ttlMs: number,
+  ) {
+    this.usage = new RefreshingCache(
+      batchLoader((ids) => this.load(ids)),
+      { what: 'quarantine usage', ttlMs, maxStaleMs: ttlMs * 2, max: 10_000, negativeMax: 10_000 },
+    );
   }
 
   /** Whether `bytes` more may be quarantined for the project; counted as admitted when so. */
   async admit(projectId: string, bytes: number): Promise<boolean> {
     // A usage that cannot be read does not refuse: the commit that follows meets the same database.
-    const stored = await this.usage.get(projectId).then((u) => u?.bytes ?? 0, () => 0);
+    const stored = await this.usage.get(projectId).then(
+      (u) => u?.bytes ?? 0,
+      () => 0,
+    );
     const admitted = this.admitted.get(projectId) ?? 0;
     if (stored + admitted + bytes > this.maxBytes) return false;
     this.admitted.set(projectId, admitted + bytes);

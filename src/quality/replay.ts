@@ -31,7 +31,9 @@ export interface ReplayDeps {
   quota: Allowance;
   plans: PlanCache;
   /** Checks the events again off the main thread. */
-  recheck: (items: { event: string; truncated: boolean; ctx: BatchContext; webappUser: string | null }[]) => Promise<Rechecked[]>;
+  recheck: (
+    items: { event: string; truncated: boolean; ctx: BatchContext; webappUser: string | null }[],
+  ) => Promise<Rechecked[]>;
   onReplayed?: (r: ReplayResult) => void;
 }
 
@@ -44,19 +46,34 @@ interface Checked extends Rechecked {
   row: QuarantineRow;
 }
 
-export async function replay(deps: ReplayDeps, projectId: string, filter: QuarantineFilter, dryRun: boolean): Promise<ReplayResult> {
+export async function replay(
+  deps: ReplayDeps,
+  projectId: string,
+  filter: QuarantineFilter,
+  dryRun: boolean,
+): Promise<ReplayResult> {
   const rows = await deps.store.quarantined(projectId, filter, REPLAY_MAX);
   const plan = await deps.plans.get(projectId);
-  const bots = new Map((await deps.sql<{ bot_id: string; messenger_bot_id: string | null }[]>`
-    SELECT bot_id, messenger_bot_id FROM bots WHERE bot_id = ANY(${[...new Set(rows.map((r) => r.botId))]}::uuid[])`).map((b) => [b.bot_id, b.messenger_bot_id]));
+  const bots = new Map(
+    (
+      await deps.sql<{ bot_id: string; messenger_bot_id: string | null }[]>`
+    SELECT bot_id, messenger_bot_id FROM bots WHERE bot_id = ANY(${[...new Set(rows.map((r) => r.botId))]}::uuid[])`
+    ).map((b) => [b.bot_id, b.messenger_bot_id]),
+  );
   const receivedAt = new Date().toISOString();
   const items = rows.map((row) => ({
     event: row.event,
     truncated: row.truncated,
     webappUser: row.userId,
     ctx: {
-      projectId, botId: row.botId, receivedAt, channel: row.channel as Channel, connection: row.connectionId, userId: row.userId,
-      messengerBotId: bots.get(row.botId) ?? null, plan,
+      projectId,
+      botId: row.botId,
+      receivedAt,
+      channel: row.channel as Channel,
+      connection: row.connectionId,
+      userId: row.userId,
+      messengerBotId: bots.get(row.botId) ?? null,
+      plan,
     } satisfies BatchContext,
   }));
   const checked: Checked[] = [];
@@ -83,29 +100,48 @@ export async function replay(deps: ReplayDeps, projectId: string, filter: Quaran
 
   if (dryRun) {
     const ids = accepted.map((a) => a.eventId!);
-    const stored = new Set((await deps.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${projectId} AND event_id = ANY(${ids}::uuid[])`).map((r) => r.event_id));
+    const stored = new Set(
+      (
+        await deps.sql<
+          { event_id: string }[]
+        >`SELECT event_id FROM events WHERE project_id = ${projectId} AND event_id = ANY(${ids}::uuid[])`
+      ).map((r) => r.event_id),
+    );
     const redelivered = accepted.filter((a) => stored.has(a.eventId!)).length;
-    return { replayed: rows.length, accepted: accepted.length - redelivered, stillRejected: stillRejected.length, duplicated: duplicated.length + redelivered };
+    return {
+      replayed: rows.length,
+      accepted: accepted.length - redelivered,
+      stillRejected: stillRejected.length,
+      duplicated: duplicated.length + redelivered,
+    };
   }
 
   // One request per event, so each learns whether it was stored or already there; the writer
   // still commits them together.
-  const settled = await Promise.allSettled(accepted.map(async (a): Promise<WriteOutcome> => {
-    const b = a.batch!;
-    const reservation = await deps.quota.reserve(projectId, b.accepted);
-    try {
-      const o = await deps.sink.submit({
-        target: { projectId, botId: a.row.botId, connection: a.row.connectionId, receivedAt, authoritativeProfiles: false },
-        // A webapp event's user is its verified initData user; replayed events leave no profile.
-        batch: { ...b, userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], bot: null },
-      });
-      deps.quota.settle(reservation, o.billed);
-      return o;
-    } catch (err) {
-      deps.quota.release(reservation);
-      throw err;
-    }
-  }));
+  const settled = await Promise.allSettled(
+    accepted.map(async (a): Promise<WriteOutcome> => {
+      const b = a.batch!;
+      const reservation = await deps.quota.reserve(projectId, b.accepted);
+      try {
+        const o = await deps.sink.submit({
+          target: {
+            projectId,
+            botId: a.row.botId,
+            connection: a.row.connectionId,
+            receivedAt,
+            authoritativeProfiles: false,
+          },
+          // A webapp event's user is its verified initData user; replayed events leave no profile.
+          batch: { ...b, userIds: a.row.userId !== null ? [a.row.userId] : b.userIds, profiles: [], bot: null },
+        });
+        deps.quota.settle(reservation, o.billed);
+        return o;
+      } catch (err) {
+        deps.quota.release(reservation);
+        throw err;
+      }
+    }),
+  );
   // Events stored before a failure (the allowance running out mid-replay, say) leave the
   // quarantine all the same; the others stay for the next replay.
   const stored: Checked[] = [];

@@ -31,15 +31,26 @@ export class IngestStats {
   private readonly projects = new Map<string, Entry>();
   private readonly since: string;
 
-  constructor(private readonly now: () => number = Date.now, private readonly maxProjects = 10_000) {
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly maxProjects = 10_000,
+  ) {
     this.since = new Date(now()).toISOString();
   }
 
-  record(projectId: string, c: { accepted: number; rejected: number; duplicated: number; storedNotBilled: number; redelivered: number }, diagnostics: DiagnosticCounts): void {
+  record(
+    projectId: string,
+    c: { accepted: number; rejected: number; duplicated: number; storedNotBilled: number; redelivered: number },
+    diagnostics: DiagnosticCounts,
+  ): void {
     let e = this.projects.get(projectId);
     if (e === undefined) {
       if (this.projects.size >= this.maxProjects) this.projects.delete(this.projects.keys().next().value!);
-      e = { totals: { accepted: 0, rejected: 0, duplicated: 0, storedNotBilled: 0, redelivered: 0 }, diagnostics: new Map(), minutes: new Map() };
+      e = {
+        totals: { accepted: 0, rejected: 0, duplicated: 0, storedNotBilled: 0, redelivered: 0 },
+        diagnostics: new Map(),
+        minutes: new Map(),
+      };
       this.projects.set(projectId, e);
     }
     const t = e.totals;
@@ -72,9 +83,25 @@ export class IngestStats {
     const minutes: MinuteCounts[] = [];
     for (let i = WINDOW - 1; i >= 0; i--) {
       const start = current - i * MINUTE;
-      minutes.push(e?.minutes.get(start) ?? { minute: new Date(start).toISOString(), accepted: 0, rejected: 0, duplicated: 0, storedNotBilled: 0 });
+      minutes.push(
+        e?.minutes.get(start) ?? {
+          minute: new Date(start).toISOString(),
+          accepted: 0,
+          rejected: 0,
+          duplicated: 0,
+          storedNotBilled: 0,
+        },
+      );
     }
-    const topDiagnostics = [...(e?.diagnostics ?? new Map<string, number>())].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1)).slice(0, 10);
-    return { since: this.since, minutes, totals: { ...(e?.totals ?? { accepted: 0, rejected: 0, duplicated: 0, storedNotBilled: 0, redelivered: 0 }) }, topDiagnostics };
+    const topDiagnostics = [...(e?.diagnostics ?? new Map<string, number>())]
+      .map(([code, count]) => ({ code, count }))
+      .sort((a, b) => b.count - a.count || (a.code < b.code ? -1 : 1))
+      .slice(0, 10);
+    return {
+      since: this.since,
+      minutes,
+      totals: { ...(e?.totals ?? { accepted: 0, rejected: 0, duplicated: 0, storedNotBilled: 0, redelivered: 0 }) },
+      topDiagnostics,
+    };
   }
 }

@@ -59,13 +59,18 @@ export interface QuarantineFilter {
   ids?: number[] | undefined;
 }
 
-/** What one page of the quarantine list, and one replay, read at most (the events' JSON as kept; at least one event). */
+/**
+ * What one page of the quarantine list, and one replay, read at most (the events' JSON as kept; at least one event).
+ */
 export const LIST_MAX_BYTES = 8 * 1024 * 1024;
 export const REPLAY_MAX_BYTES = 64 * 1024 * 1024;
 
 export class QualityStore {
   /** `maxDepth`: events kept before MAX_JSON_DEPTH bounded bodies may nest deeper; those are listed as text. */
-  constructor(private readonly sql: Sql, private readonly maxDepth = DEFAULT_MAX_JSON_DEPTH) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly maxDepth = DEFAULT_MAX_JSON_DEPTH,
+  ) {}
 
   async putPlan(projectId: string, plan: TrackingPlan): Promise<StoredPlan> {
     const [r] = await this.sql<{ version: number; updated_at: Date }[]>`
@@ -79,7 +84,13 @@ export class QualityStore {
     const [r] = await this.sql<{ version: number; plan: TrackingPlan | null; updated_at: Date }[]>`
       SELECT version, plan, updated_at FROM tracking_plans WHERE project_id = ${projectId}`;
     if (r === undefined || r.plan === null) return null;
-    return { mode: r.plan.mode, unplannedEvents: r.plan.unplannedEvents, events: r.plan.events, version: r.version, updatedAt: r.updated_at.toISOString() };
+    return {
+      mode: r.plan.mode,
+      unplannedEvents: r.plan.unplannedEvents,
+      events: r.plan.events,
+      version: r.version,
+      updatedAt: r.updated_at.toISOString(),
+    };
   }
 
   /** The version number stays, so that the next plan gets a new one. */
@@ -88,7 +99,10 @@ export class QualityStore {
   }
 
   /** Newest first; `before` is the id to continue below. */
-  async listQuarantine(projectId: string, f: { code?: string | undefined; before?: number | undefined; limit: number }): Promise<{ items: QuarantineItem[]; next: number | null }> {
+  async listQuarantine(
+    projectId: string,
+    f: { code?: string | undefined; before?: number | undefined; limit: number },
+  ): Promise<{ items: QuarantineItem[]; next: number | null }> {
     // A page ends after LIST_MAX_BYTES of events: a reply of a thousand 64 KiB events would be 64 MiB.
     const page = await this.sql<(ItemRow & { total: string })[]>`
       SELECT * FROM (
@@ -140,7 +154,8 @@ export class QualityStore {
     const dropped = Number(usage?.dropped ?? 0);
     if (dropped > 0) {
       out.push({
-        code: 'quarantine_full', count: dropped,
+        code: 'quarantine_full',
+        count: dropped,
         warning: `The quarantine held its QUARANTINE_MAX_BYTES (it holds ${Number(usage!.bytes)} bytes now): ${dropped} rejected events were not kept, the last at ${usage!.last?.toISOString() ?? 'an unknown time'}. Replay or delete quarantined events to make room.`,
       });
     }
@@ -150,7 +165,17 @@ export class QualityStore {
   /** The events a replay takes, oldest first, at most `limit`. */
   async quarantined(projectId: string, f: QuarantineFilter, limit: number): Promise<QuarantineRow[]> {
     // At most REPLAY_MAX_BYTES of events (at least one) are held at once; the rest wait for the next replay.
-    const rows = await this.sql<{ id: string; bot_id: string; channel: 'bot_api' | 'webapp'; connection_id: string; user_id: string | null; event: string; truncated: boolean }[]>`
+    const rows = await this.sql<
+      {
+        id: string;
+        bot_id: string;
+        channel: 'bot_api' | 'webapp';
+        connection_id: string;
+        user_id: string | null;
+        event: string;
+        truncated: boolean;
+      }[]
+    >`
       SELECT id, bot_id, channel, connection_id, user_id, event, truncated FROM (
         SELECT id, bot_id, channel, connection_id, user_id, event, truncated,
           sum(octet_length(event)) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS total,
@@ -161,11 +186,20 @@ export class QualityStore {
           ${f.ids === undefined ? this.sql`` : this.sql`AND id = ANY(${f.ids}::bigint[])`}
         ORDER BY id LIMIT ${limit}
       ) q WHERE total <= ${REPLAY_MAX_BYTES} OR n = 1 ORDER BY id`;
-    return rows.map((r) => ({ id: Number(r.id), botId: r.bot_id, channel: r.channel, connectionId: r.connection_id, userId: r.user_id, event: r.event, truncated: r.truncated }));
+    return rows.map((r) => ({
+      id: Number(r.id),
+      botId: r.bot_id,
+      channel: r.channel,
+      connectionId: r.connection_id,
+      userId: r.user_id,
+      event: r.event,
+      truncated: r.truncated,
+    }));
   }
 
   async release(projectId: string, ids: number[]): Promise<void> {
-    if (ids.length > 0) await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId} AND id = ANY(${ids}::bigint[])`;
+    if (ids.length > 0)
+      await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId} AND id = ANY(${ids}::bigint[])`;
   }
 
   /** Still rejected after a replay: the new reasons replace the old. */
@@ -182,8 +216,7 @@ export class QualityStore {
     if (code === undefined) {
       await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId}`;
       await this.sql`UPDATE quarantine_usage SET dropped = 0 WHERE project_id = ${projectId} AND dropped <> 0`;
-    }
-    else await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId} AND codes @> ARRAY[${code}]::text[]`;
+    } else await this.sql`DELETE FROM quarantine WHERE project_id = ${projectId} AND codes @> ARRAY[${code}]::text[]`;
   }
 
   /**
@@ -200,14 +233,15 @@ export class QualityStore {
       const old = await tx`DELETE FROM quarantine WHERE received_at < now() - make_interval(days => ${retentionDays})`;
       if (projects !== null && projects.length === 0) return old.count;
       // Per project, the id of the newest event past the bound (found by walking its index).
-      const over = projects === null
-        ? await tx`
+      const over =
+        projects === null
+          ? await tx`
           DELETE FROM quarantine q USING (
             SELECT project_id, (SELECT id FROM quarantine i WHERE i.project_id = c.project_id ORDER BY id DESC OFFSET ${maxEvents} LIMIT 1) AS below
             FROM (SELECT project_id FROM quarantine GROUP BY project_id HAVING count(*) > ${maxEvents}) c
           ) o
           WHERE q.project_id = o.project_id AND q.id <= o.below`
-        : await tx`
+          : await tx`
           DELETE FROM quarantine q USING (
             SELECT p AS project_id, (SELECT id FROM quarantine i WHERE i.project_id = p ORDER BY id DESC OFFSET ${maxEvents} LIMIT 1) AS below
             FROM unnest(${projects as string[]}::uuid[]) AS p

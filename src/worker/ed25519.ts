@@ -7,7 +7,10 @@ const keys = new Map<string, KeyObject>();
 function publicKey(hex: string): KeyObject {
   let key = keys.get(hex);
   if (key === undefined) {
-    key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(hex, 'hex').toString('base64url') }, format: 'jwk' });
+    key = createPublicKey({
+      key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(hex, 'hex').toString('base64url') },
+      format: 'jwk',
+    });
     keys.set(hex, key);
   }
   return key;

@@ -16,7 +16,21 @@ import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pip
 import { type BodyLimits, decodeJson } from '../pipeline/decode.js';
 import { type EnvelopeOutcome, readWebappEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';
 import type { TrackingPlan } from '../pipeline/plans.js';
-import { attempt, type IngestLimits, isFailure, moveTask, runTask, type Task, type TaskKind, type TaskOf, type TaskResult, type TaskResults, type VerifyTask, type WorkerResult, type WorkerTask } from './tasks.js';
+import {
+  attempt,
+  type IngestLimits,
+  isFailure,
+  moveTask,
+  runTask,
+  type Task,
+  type TaskKind,
+  type TaskOf,
+  type TaskResult,
+  type TaskResults,
+  type VerifyTask,
+  type WorkerResult,
+  type WorkerTask,
+} from './tasks.js';
 
 const GROUP_MAX_BODY = 64 * 1024;
 const GROUP_MAX_BYTES = 512 * 1024;
@@ -36,7 +50,10 @@ export class PoolOverloaded extends Error {
 
 /** A task threw. `byInput`: the request's data caused it (400); otherwise a bug (500). */
 export class TaskFailed extends Error {
-  constructor(readonly byInput: boolean, message: string) {
+  constructor(
+    readonly byInput: boolean,
+    message: string,
+  ) {
     super(message);
     this.name = 'TaskFailed';
   }
@@ -48,7 +65,9 @@ function unwrap<K extends TaskKind>(r: TaskResult<K>): TaskResults[K] {
 }
 
 /** A webapp body read far enough to know its bot and session; `value` is the whole body when it was parsed inline. */
-export type OpenedWebapp = { ok: true; envelope: WebappEnvelope; value?: unknown; bytes?: Uint8Array } | Extract<EnvelopeOutcome, { ok: false }>;
+export type OpenedWebapp =
+  | { ok: true; envelope: WebappEnvelope; value?: unknown; bytes?: Uint8Array }
+  | Extract<EnvelopeOutcome, { ok: false }>;
 
 export type Priority = 'normal' | 'low';
 
@@ -100,7 +119,10 @@ export class Lane {
   private turn = 0;
   private readonly queues: Record<Priority, LaneWaiter[]> = { normal: [], low: [] };
 
-  constructor(private readonly concurrency: number, private readonly max: Record<Priority, number>) {}
+  constructor(
+    private readonly concurrency: number,
+    private readonly max: Record<Priority, number>,
+  ) {}
 
   get waiting(): number {
     return this.queues.normal.length + this.queues.low.length;
@@ -149,7 +171,8 @@ export class Lane {
 
   private release(): void {
     const { normal, low } = this.queues;
-    const next = low.length > 0 && (normal.length === 0 || ++this.turn % LOW_EVERY === 0) ? low.shift() : normal.shift();
+    const next =
+      low.length > 0 && (normal.length === 0 || ++this.turn % LOW_EVERY === 0) ? low.shift() : normal.shift();
     if (next === undefined) this.running--;
     else next.start();
   }
@@ -216,21 +239,30 @@ export class IngestPool {
     const t: Task = task;
     // A task checked against a tracking plan (the admin's code) goes alone: however long the plan
     // makes it, it holds up no other project's request.
-    const groupable = (t.kind === 'bot_api' || t.kind === 'webapp') && t.ctx.plan == null && t.body.byteLength <= GROUP_MAX_BODY;
+    const groupable =
+      (t.kind === 'bot_api' || t.kind === 'webapp') && t.ctx.plan == null && t.body.byteLength <= GROUP_MAX_BODY;
     const result = groupable ? await this.grouped(t) : await this.send(t, moveTask(t), signal);
     return result as TaskResult<K>;
   }
 
   /** A bot_api body → rows, counts and diagnostics. */
   botApi(body: Uint8Array, gzip: boolean, limits: IngestLimits, ctx: BatchContext): Promise<BatchOutcome> {
-    return this.run<'bot_api'>({ kind: 'bot_api', body, gzip, limits, ctx }, { inline: this.inline('bot_api', body.byteLength, gzip, ctx) });
+    return this.run<'bot_api'>(
+      { kind: 'bot_api', body, gzip, limits, ctx },
+      { inline: this.inline('bot_api', body.byteLength, gzip, ctx) },
+    );
   }
 
   /**
    * Which bot and session a webapp body claims. A small plain body is parsed whole, inline (and kept
    * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only.
    */
-  async openWebapp(body: Uint8Array, gzip: boolean, limits: BodyLimits, priority: Priority = 'normal'): Promise<OpenedWebapp> {
+  async openWebapp(
+    body: Uint8Array,
+    gzip: boolean,
+    limits: BodyLimits,
+    priority: Priority = 'normal',
+  ): Promise<OpenedWebapp> {
     if (this.inline('webapp_open', body.byteLength, gzip)) {
       const decoded = decodeJson(body, false, limits);
       if (!decoded.ok) return decoded;
@@ -241,11 +273,21 @@ export class IngestPool {
     const needed = gzip ? this.o.envelopeMaxBytes + GZIP_SLACK : this.o.envelopeMaxBytes;
     const whole = body.byteLength <= needed;
     const part = new Uint8Array(whole ? body : body.subarray(0, needed));
-    return this.run<'webapp_open'>({ kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits }, { lane: priority });
+    return this.run<'webapp_open'>(
+      { kind: 'webapp_open', body: part, gzip, whole, prefixBytes: this.o.envelopeMaxBytes, limits },
+      { lane: priority },
+    );
   }
 
   /** The events of an opened webapp body, for a verified user. */
-  async webapp(opened: OpenedWebapp & { ok: true }, body: Uint8Array, gzip: boolean, limits: BodyLimits, ctx: BatchContext, user: UserSeen): Promise<BatchOutcome> {
+  async webapp(
+    opened: OpenedWebapp & { ok: true },
+    body: Uint8Array,
+    gzip: boolean,
+    limits: BodyLimits,
+    ctx: BatchContext,
+    user: UserSeen,
+  ): Promise<BatchOutcome> {
     if (opened.value !== undefined && ctx.plan == null) {
       // Parsed whole already (openWebapp): the events are taken from that.
       this.count('webapp', 'inline');
@@ -256,15 +298,27 @@ export class IngestPool {
     return this.run<'webapp'>({ kind: 'webapp', body, gzip, limits, envelope: opened.envelope, ctx, user });
   }
 
-  /** An Ed25519 check, always in a worker (a forged string must not cost the main thread), in the unauthenticated lane. */
-  async verify(check: Omit<VerifyTask, 'kind'>, priority: Priority = 'normal', admit?: () => boolean): Promise<boolean> {
+  /**
+   * An Ed25519 check, always in a worker (a forged string must not cost the main thread), in the unauthenticated lane.
+   */
+  async verify(
+    check: Omit<VerifyTask, 'kind'>,
+    priority: Priority = 'normal',
+    admit?: () => boolean,
+  ): Promise<boolean> {
     let ran = priority;
-    const admitted = admit === undefined ? undefined : () => {
-      const ok = admit();
-      if (!ok) ran = 'low';
-      return ok;
-    };
-    const { verified } = await this.run<'verify'>({ kind: 'verify', ...check }, { lane: priority, ...(admitted === undefined ? {} : { admit: admitted }) });
+    const admitted =
+      admit === undefined
+        ? undefined
+        : () => {
+            const ok = admit();
+            if (!ok) ran = 'low';
+            return ok;
+          };
+    const { verified } = await this.run<'verify'>(
+      { kind: 'verify', ...check },
+      { lane: priority, ...(admitted === undefined ? {} : { admit: admitted }) },
+    );
     this.count(ran === 'low' ? 'verify_low_priority' : 'verify', 'pool');
     return verified;
   }
@@ -274,10 +328,14 @@ export class IngestPool {
     this.count('compile_plan', 'pool');
     try {
       // A compile that takes longer ends its worker (piscina starts another).
-      const compiled = await this.run<'compile_plan'>({ kind: 'compile_plan', plan }, { signal: AbortSignal.timeout(COMPILE_TIMEOUT_MS) });
+      const compiled = await this.run<'compile_plan'>(
+        { kind: 'compile_plan', plan },
+        { signal: AbortSignal.timeout(COMPILE_TIMEOUT_MS) },
+      );
       return compiled.ok ? null : { eventName: compiled.eventName, message: compiled.message };
     } catch (err) {
-      if ((err as Error).name === 'AbortError') return { eventName: '*', message: `the plan did not compile within ${COMPILE_TIMEOUT_MS / 1000} s` };
+      if ((err as Error).name === 'AbortError')
+        return { eventName: '*', message: `the plan did not compile within ${COMPILE_TIMEOUT_MS / 1000} s` };
       throw err;
     }
   }

@@ -3,9 +3,23 @@
 // Every task runs in its own try: a throw answers its own request, never the others of a group.
 import { verifySignature } from './ed25519.js';
 import type { UserSeen } from '../model.js';
-import { type BatchContext, type BatchOutcome, processBotApiBatch, processWebappBatch, recheckQuarantined, type Rechecked } from '../pipeline/batch.js';
+import {
+  type BatchContext,
+  type BatchOutcome,
+  processBotApiBatch,
+  processWebappBatch,
+  recheckQuarantined,
+  type Rechecked,
+} from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson, inflatePrefix } from '../pipeline/decode.js';
-import { type EnvelopeOutcome, envelopeFromPrefix, needsMore, readWebappEnvelope, sameEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';
+import {
+  type EnvelopeOutcome,
+  envelopeFromPrefix,
+  needsMore,
+  readWebappEnvelope,
+  sameEnvelope,
+  type WebappEnvelope,
+} from '../pipeline/envelope.js';
 import { compilePlan, PlanInvalid, type TrackingPlan } from '../pipeline/plans.js';
 
 export interface IngestLimits extends BodyLimits {
@@ -97,7 +111,10 @@ export function isFailure(r: unknown): r is TaskFailure {
 }
 
 function failure(err: unknown): TaskFailure {
-  return { failed: err instanceof Error ? `${err.name}: ${err.message}` : String(err), byInput: err instanceof RangeError };
+  return {
+    failed: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    byInput: err instanceof RangeError,
+  };
 }
 
 /** `f()`, or its throw as a TaskFailure. */
@@ -115,8 +132,16 @@ function webappBatch(task: WebappTask): BatchOutcome {
   const env = readWebappEnvelope(decoded.value);
   if (!env.ok) return env;
   // The envelope was read from the beginning of the body; a key repeated further on must not change it.
-  if (!sameEnvelope(env.envelope, task.envelope)) return { ok: false, refusal: { code: 'invalid_body', message: 'botId or auth appears more than once with different values.' } };
-  return inflated(processWebappBatch((decoded.value as { events?: unknown }).events, task.ctx, task.user, decoded.bytes.byteLength), task.gzip, decoded.bytes);
+  if (!sameEnvelope(env.envelope, task.envelope))
+    return {
+      ok: false,
+      refusal: { code: 'invalid_body', message: 'botId or auth appears more than once with different values.' },
+    };
+  return inflated(
+    processWebappBatch((decoded.value as { events?: unknown }).events, task.ctx, task.user, decoded.bytes.byteLength),
+    task.gzip,
+    decoded.bytes,
+  );
 }
 
 function inflated(r: BatchOutcome, gzip: boolean, bytes: Uint8Array): BatchOutcome {
@@ -129,7 +154,8 @@ async function openWebapp(task: WebappOpenTask): Promise<EnvelopeOutcome> {
   let complete = task.whole;
   if (task.gzip) {
     // Inflating stops as soon as the envelope is found or refused (a bomb naming no bot costs one chunk).
-    const decided = (sofar: Buffer) => !needsMore(envelopeFromPrefix(sofar.toString('utf8'), task.limits, task.prefixBytes));
+    const decided = (sofar: Buffer) =>
+      !needsMore(envelopeFromPrefix(sofar.toString('utf8'), task.limits, task.prefixBytes));
     const inflated = await inflatePrefix(task.body, task.prefixBytes, task.whole, decided);
     if (!inflated.ok) return inflated;
     ({ bytes, complete } = inflated);
@@ -141,7 +167,11 @@ async function openWebapp(task: WebappOpenTask): Promise<EnvelopeOutcome> {
     const decoded = decodeJson(bytes, false, task.limits);
     return decoded.ok ? readWebappEnvelope(decoded.value) : decoded;
   }
-  return envelopeFromPrefix(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), task.limits, task.prefixBytes);
+  return envelopeFromPrefix(
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+    task.limits,
+    task.prefixBytes,
+  );
 }
 
 function compile(task: CompilePlanTask): TaskResults['compile_plan'] {
@@ -159,7 +189,11 @@ function runSync(task: Exclude<Task, WebappOpenTask>): TaskResult {
     case 'bot_api': {
       const decoded = decodeJson(task.body, task.gzip, task.limits);
       if (!decoded.ok) return decoded;
-      return inflated(processBotApiBatch(decoded.value, task.ctx, decoded.bytes.byteLength, task.limits.maxProfiles), task.gzip, decoded.bytes);
+      return inflated(
+        processBotApiBatch(decoded.value, task.ctx, decoded.bytes.byteLength, task.limits.maxProfiles),
+        task.gzip,
+        decoded.bytes,
+      );
     }
     case 'webapp':
       return webappBatch(task);
@@ -172,7 +206,19 @@ function runSync(task: Exclude<Task, WebappOpenTask>): TaskResult {
         try {
           return recheckQuarantined(i.event, i.truncated, i.ctx, i.webappUser, task.maxDepth);
         } catch (err) {
-          return { eventId: null, batch: null, diagnostics: [{ event_id: null, code: 'event_invalid', severity: 'error', path: 'event', message: `the event could not be checked again: ${failure(err).failed.slice(0, 200)}` }] };
+          return {
+            eventId: null,
+            batch: null,
+            diagnostics: [
+              {
+                event_id: null,
+                code: 'event_invalid',
+                severity: 'error',
+                path: 'event',
+                message: `the event could not be checked again: ${failure(err).failed.slice(0, 200)}`,
+              },
+            ],
+          };
         }
       });
   }
@@ -187,10 +233,13 @@ export function runTask<K extends TaskKind>(task: TaskOf<K>): TaskResult<K> | Pr
 /** What a worker serves: one task, or a group of small ones, each with its own fate. */
 export function serve(task: WorkerTask): WorkerResult | Promise<WorkerResult> {
   // Only tasks that finish at once are grouped (a webapp_open never is): a promise here is a bug, answered as one.
-  if (task.kind === 'group') return { results: task.tasks.map((t) => {
-    const r = runTask(t);
-    return r instanceof Promise ? { failed: `a ${t.kind} task cannot run in a group`, byInput: false } : r;
-  }) };
+  if (task.kind === 'group')
+    return {
+      results: task.tasks.map((t) => {
+        const r = runTask(t);
+        return r instanceof Promise ? { failed: `a ${t.kind} task cannot run in a group`, byInput: false } : r;
+      }),
+    };
   return runTask(task);
 }
 

@@ -15,7 +15,9 @@ export const RETRIES = 3;
 export const DOWN_MS = 500;
 
 const STATE_CLASSES = /^(08|53|57|58)[0-9A-Z]{3}$/;
-/** What only a request's values cause: data exceptions, integrity violations, program limits (an index row too large). */
+/**
+ * What only a request's values cause: data exceptions, integrity violations, program limits (an index row too large).
+ */
 export const REQUEST_DATA = /^(22|23|54)[0-9A-Z]{3}$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 

@@ -85,7 +85,11 @@ export class GroupCommitWriter implements EventSink {
 
   private async connection(slot: Slot): Promise<WireConnection> {
     if (slot.conn?.usable) return slot.conn;
-    const conn = await WireConnection.connect({ url: this.opts.url, applicationName: `tg-ingest writer ${slot.id}`, connectTimeoutMs: Math.min(5000, this.opts.writeTimeoutMs) });
+    const conn = await WireConnection.connect({
+      url: this.opts.url,
+      applicationName: `tg-ingest writer ${slot.id}`,
+      connectTimeoutMs: Math.min(5000, this.opts.writeTimeoutMs),
+    });
     const [prepared] = await conn.script([{ sql: PREPARE_STATEMENTS }]);
     if (prepared!.error !== null) {
       conn.close();
@@ -105,10 +109,13 @@ export class GroupCommitWriter implements EventSink {
 
   submit(req: WriteRequest): Promise<WriteOutcome> {
     if (this.closed) return Promise.reject(new WriteError('unavailable', 'the writer is closed'));
-    if (performance.now() < this.downUntil) return Promise.reject(new WriteError('unavailable', 'the database is unavailable'));
+    if (performance.now() < this.downUntil)
+      return Promise.reject(new WriteError('unavailable', 'the database is unavailable'));
     const rows = rowsOf(req);
     if (this.heldRows + rows > this.opts.maxQueuedRows && this.heldRows > 0) {
-      return Promise.reject(new WriteError('overloaded', `more than ${this.opts.maxQueuedRows} rows are waiting for the database`));
+      return Promise.reject(
+        new WriteError('overloaded', `more than ${this.opts.maxQueuedRows} rows are waiting for the database`),
+      );
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ req, enqueuedAt: performance.now(), resolve, reject });
@@ -155,17 +162,28 @@ export class GroupCommitWriter implements EventSink {
       // another batch commits, it gathers requests for up to BATCH_MAX_WAIT_MS, so that under load
       // commits grow (less CPU per request in both processes) rather than multiply.
       const committing = this.slots.some((s) => s.busy);
-      const flushNow = now || !committing || this.idleWaiters.length > 0 || this.waitingRows >= this.opts.batchMaxRows || waited >= this.opts.batchMaxWaitMs;
+      const flushNow =
+        now ||
+        !committing ||
+        this.idleWaiters.length > 0 ||
+        this.waitingRows >= this.opts.batchMaxRows ||
+        waited >= this.opts.batchMaxWaitMs;
       if (!flushNow) {
-        this.timer ??= setTimeout(() => {
-          this.timer = null;
-          this.kick();
-        }, Math.max(1, Math.ceil(this.opts.batchMaxWaitMs - waited)));
+        this.timer ??= setTimeout(
+          () => {
+            this.timer = null;
+            this.kick();
+          },
+          Math.max(1, Math.ceil(this.opts.batchMaxWaitMs - waited)),
+        );
         return;
       }
       const batch: Pending[] = [];
       let rows = 0;
-      while (this.queue.length > 0 && (batch.length === 0 || rows + rowsOf(this.queue[0]!.req) <= this.opts.batchMaxRows)) {
+      while (
+        this.queue.length > 0 &&
+        (batch.length === 0 || rows + rowsOf(this.queue[0]!.req) <= this.opts.batchMaxRows)
+      ) {
         const p = this.queue.shift()!;
         rows += rowsOf(p.req);
         batch.push(p);
@@ -201,20 +219,28 @@ export class GroupCommitWriter implements EventSink {
     const refused: { p: Pending; err: unknown }[] = [];
     const committed = await this.bisect(slot, batch, refused);
     if (refused.length === 0) return;
-    const systemic = committed === 0 && (batch.length > 1 || !REQUEST_DATA.test(String((refused[0]!.err as { code?: unknown }).code ?? '')));
+    const systemic =
+      committed === 0 &&
+      (batch.length > 1 || !REQUEST_DATA.test(String((refused[0]!.err as { code?: unknown }).code ?? '')));
     if (systemic) {
       this.downUntil = performance.now() + DOWN_MS;
       this.opts.onError?.(refused[0]!.err, 'unavailable');
-      for (const { p, err } of refused) p.reject(new WriteError('unavailable', 'the database refused every request of the batch', err));
+      for (const { p, err } of refused)
+        p.reject(new WriteError('unavailable', 'the database refused every request of the batch', err));
       return;
     }
     for (const { p, err } of refused) {
       const code = (err as { code?: string }).code;
-      p.reject(new WriteError('refused', `the database refused the rows (SQLSTATE ${code}): ${(err as Error).message}`, err));
+      p.reject(
+        new WriteError('refused', `the database refused the rows (SQLSTATE ${code}): ${(err as Error).message}`, err),
+      );
     }
   }
 
-  /** Commits what it can of `batch`; returns how many requests committed, and adds the ones refused for data to `refused`. */
+  /**
+   * Commits what it can of `batch`; returns how many requests committed, and adds the ones refused for data to
+   * `refused`.
+   */
   private async bisect(slot: Slot, batch: Pending[], refused: { p: Pending; err: unknown }[]): Promise<number> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -229,7 +255,10 @@ export class GroupCommitWriter implements EventSink {
         if (kind === 'retry' && attempt < RETRIES) continue;
         if (kind === 'data' && batch.length > 1) {
           const half = Math.ceil(batch.length / 2);
-          return (await this.bisect(slot, batch.slice(0, half), refused)) + (await this.bisect(slot, batch.slice(half), refused));
+          return (
+            (await this.bisect(slot, batch.slice(0, half), refused)) +
+            (await this.bisect(slot, batch.slice(half), refused))
+          );
         }
         if (kind === 'data') {
           refused.push({ p: batch[0]!, err });
@@ -257,7 +286,12 @@ export class GroupCommitWriter implements EventSink {
     }
     try {
       const out = await this.transaction(slot, requests, true);
-      this.opts.onCommit?.({ requests: batch.length, rows: out.rows, ms: performance.now() - started, path: 'staging' });
+      this.opts.onCommit?.({
+        requests: batch.length,
+        rows: out.rows,
+        ms: performance.now() - started,
+        path: 'staging',
+      });
       return out.outcomes;
     } catch (err) {
       await this.afterFailure(slot, err);
@@ -299,7 +333,10 @@ export class GroupCommitWriter implements EventSink {
     if (running === null) abandoned = true;
     else await running.cancel().catch(() => undefined);
     const settled = await Promise.race([
-      work.then((c) => ({ ok: true as const, c }), (err: unknown) => ({ ok: false as const, err })),
+      work.then(
+        (c) => ({ ok: true as const, c }),
+        (err: unknown) => ({ ok: false as const, err }),
+      ),
       new Promise<null>((resolve) => setTimeout(() => resolve(null), running === null ? 0 : CANCEL_SETTLE_MS)),
     ]);
     // Whatever happens next, this connection may carry a late cancel or a half-done transaction.
@@ -316,7 +353,10 @@ export class GroupCommitWriter implements EventSink {
   private async afterFailure(slot: Slot, err: unknown): Promise<void> {
     if (err instanceof Timeout) return;
     if (classify(err) !== 'unavailable' && slot.conn?.usable) {
-      const rolledBack = await slot.conn.script([{ sql: 'ROLLBACK' }]).then(() => true, () => false);
+      const rolledBack = await slot.conn.script([{ sql: 'ROLLBACK' }]).then(
+        () => true,
+        () => false,
+      );
       if (rolledBack) return;
     }
     this.replaceConnection(slot);

@@ -48,7 +48,10 @@ export class RecentSightings {
     return owner === project && now - (meta - owner * PROJECT_UNIT) < this.windowMs / 1000;
   }
 
-  /** After the commit that wrote the row; `now` from seconds(). Ids past 2^53 are not kept (their rows are simply rewritten). */
+  /**
+   * After the commit that wrote the row; `now` from seconds(). Ids past 2^53 are not kept (their rows are simply
+   * rewritten).
+   */
   remember(projectId: string, userId: string, now = this.seconds()): void {
     const user = Number(userId);
     if (!(user <= Number.MAX_SAFE_INTEGER)) return;
@@ -68,7 +71,10 @@ export class RecentSightings {
   }
 
   private slot(project: number, user: number): number {
-    let h = Math.imul((user >>> 0) ^ Math.imul(Math.floor(user / 4294967296), 0x9e3779b1) ^ Math.imul(project, 0x85ebca6b), 0xc2b2ae35);
+    let h = Math.imul(
+      (user >>> 0) ^ Math.imul(Math.floor(user / 4294967296), 0x9e3779b1) ^ Math.imul(project, 0x85ebca6b),
+      0xc2b2ae35,
+    );
     h ^= h >>> 16;
     return h & this.mask;
   }

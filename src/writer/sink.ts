@@ -29,7 +29,10 @@ export interface StoredBatch {
    * received in an earlier month, whose partition the writer checks for them.
    */
   recheck: string[];
-  /** COPY text of the events rejected after authentication, kept in quarantine with their reasons, committed with the rows. */
+  /**
+   * COPY text of the events rejected after authentication, kept in quarantine with their reasons, committed with the
+   * rows.
+   */
   quarantine: Uint8Array;
   quarantineCount: number;
 }
@@ -57,7 +60,11 @@ export interface WriteOutcome {
 export type WriteFailure = 'unavailable' | 'refused' | 'overloaded';
 
 export class WriteError extends Error {
-  constructor(readonly kind: WriteFailure, message: string, override readonly cause?: unknown) {
+  constructor(
+    readonly kind: WriteFailure,
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = 'WriteError';
   }

@@ -21,7 +21,9 @@ function element(v: Scalar): string {
   if (v === null) return 'NULL';
   if (typeof v === 'number') return String(v);
   const s = v === true ? 'true' : v === false ? 'false' : v;
-  return /^[A-Za-z0-9_.:+-]+$/.test(s) && (s.length !== 4 || s.toUpperCase() !== 'NULL') ? s : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  return /^[A-Za-z0-9_.:+-]+$/.test(s) && (s.length !== 4 || s.toUpperCase() !== 'NULL')
+    ? s
+    : `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 /** An array literal of `type`; NUL cannot occur (the pipeline removes it before anything is stored). */
@@ -51,7 +53,13 @@ const LEDGER_CONFLICT = `ON CONFLICT (project_id, month, instance_id, shard) DO 
 /** Charges the ledger when no event of the batch carries a messenger action: everything stored is billed. */
 export function ledgerSql(stored: StoredCount[], shard: Shard): string {
   const rows = stored.filter((s) => s.stored > 0);
-  return `EXECUTE tg_ledger(${sqlArray(rows.map((s) => s.projectId), 'uuid')}, ${sqlArray(rows.map((s) => s.stored), 'bigint')}, ${shard.connection}, '${shard.instanceId}')`;
+  return `EXECUTE tg_ledger(${sqlArray(
+    rows.map((s) => s.projectId),
+    'uuid',
+  )}, ${sqlArray(
+    rows.map((s) => s.stored),
+    'bigint',
+  )}, ${shard.connection}, '${shard.instanceId}')`;
 }
 
 /** The ledger rows a writer connection charges: its instance's, and among them its connection's. */
@@ -120,10 +128,36 @@ const BILLING = `WITH input AS (
     )
     SELECT req, n FROM counts`;
 
-export function billingSql(claims: ActionClaim[], stored: StoredCount[], shard: Shard, inserted: ReceivedRange): string {
-  return `EXECUTE tg_billing(${sqlArray(claims.map((c) => c.projectId), 'uuid')}, ${sqlArray(claims.map((c) => c.key), 'text')},
-    ${sqlArray(claims.map((c) => c.connection), 'text')}, ${sqlArray(claims.map((c) => c.eventId), 'uuid')}, ${sqlArray(claims.map((c) => c.req), 'int')},
-    '${inserted.from}', '${inserted.to}', ${sqlArray(stored.map((s) => s.projectId), 'uuid')}, ${sqlArray(stored.map((s) => s.stored), 'bigint')},
+export function billingSql(
+  claims: ActionClaim[],
+  stored: StoredCount[],
+  shard: Shard,
+  inserted: ReceivedRange,
+): string {
+  return `EXECUTE tg_billing(${sqlArray(
+    claims.map((c) => c.projectId),
+    'uuid',
+  )}, ${sqlArray(
+    claims.map((c) => c.key),
+    'text',
+  )},
+    ${sqlArray(
+      claims.map((c) => c.connection),
+      'text',
+    )}, ${sqlArray(
+      claims.map((c) => c.eventId),
+      'uuid',
+    )}, ${sqlArray(
+      claims.map((c) => c.req),
+      'int',
+    )},
+    '${inserted.from}', '${inserted.to}', ${sqlArray(
+      stored.map((s) => s.projectId),
+      'uuid',
+    )}, ${sqlArray(
+      stored.map((s) => s.stored),
+      'bigint',
+    )},
     ${shard.connection}, '${shard.instanceId}')`;
 }
 
@@ -256,10 +290,31 @@ export function sightingsSql(byProject: ReadonlyMap<string, readonly string[]>):
 
 export function upsertUsersSql(rows: UserRow[], authoritative: boolean): string {
   const col = <T extends Scalar>(f: (u: UserRow) => T) => rows.map(f);
-  return `EXECUTE ${authoritative ? 'tg_profiles_authoritative' : 'tg_profiles'}(${sqlArray(col((r) => r.projectId), 'uuid')}, ${sqlArray(col((r) => r.id), 'bigint')},
-    ${sqlArray(col((r) => r.username ?? null), 'text')}, ${sqlArray(col((r) => r.firstName ?? null), 'text')},
-    ${sqlArray(col((r) => r.lastName ?? null), 'text')}, ${sqlArray(col((r) => r.languageCode ?? null), 'text')},
-    ${sqlArray(col((r) => r.isPremium ?? null), 'bool')})`;
+  return `EXECUTE ${authoritative ? 'tg_profiles_authoritative' : 'tg_profiles'}(${sqlArray(
+    col((r) => r.projectId),
+    'uuid',
+  )}, ${sqlArray(
+    col((r) => r.id),
+    'bigint',
+  )},
+    ${sqlArray(
+      col((r) => r.username ?? null),
+      'text',
+    )}, ${sqlArray(
+      col((r) => r.firstName ?? null),
+      'text',
+    )},
+    ${sqlArray(
+      col((r) => r.lastName ?? null),
+      'text',
+    )}, ${sqlArray(
+      col((r) => r.languageCode ?? null),
+      'text',
+    )},
+    ${sqlArray(
+      col((r) => r.isPremium ?? null),
+      'bool',
+    )})`;
 }
 
 export interface BotRow extends BotSnapshot {
@@ -273,8 +328,20 @@ export function updateBotsSql(rows: BotRow[]): string {
       description = coalesce(s.description, b.description),
       stars_amount = coalesce(s.stars, b.stars_amount),
       snapshot_at = now()
-    FROM unnest(${sqlArray(rows.map((r) => r.botId), 'uuid')}, ${sqlArray(rows.map((r) => r.name), 'text')}, ${sqlArray(rows.map((r) => r.description), 'text')},
-                ${sqlArray(rows.map((r) => (r.starsAmount === null ? null : String(r.starsAmount))), 'numeric')})
+    FROM unnest(${sqlArray(
+      rows.map((r) => r.botId),
+      'uuid',
+    )}, ${sqlArray(
+      rows.map((r) => r.name),
+      'text',
+    )}, ${sqlArray(
+      rows.map((r) => r.description),
+      'text',
+    )},
+                ${sqlArray(
+                  rows.map((r) => (r.starsAmount === null ? null : String(r.starsAmount))),
+                  'numeric',
+                )})
       AS s(bot_id, name, description, stars)
     WHERE b.bot_id = s.bot_id`;
 }

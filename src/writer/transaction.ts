@@ -5,8 +5,20 @@
 import { latestBots } from './bots.js';
 import type { WriteOutcome, WriteRequest } from './sink.js';
 import {
-  BEGIN_COPY_EVENTS, BEGIN_COPY_STAGING, COPY_QUARANTINE, billingSql, insertStagedSql, ledgerSql, previousMonthStart, receivedRange, type Shard, sightingsSql, storedBeforeSql, type StoredCount,
-  updateBotsSql, upsertUsersSql,
+  BEGIN_COPY_EVENTS,
+  BEGIN_COPY_STAGING,
+  COPY_QUARANTINE,
+  billingSql,
+  insertStagedSql,
+  ledgerSql,
+  previousMonthStart,
+  receivedRange,
+  type Shard,
+  sightingsSql,
+  storedBeforeSql,
+  type StoredCount,
+  updateBotsSql,
+  upsertUsersSql,
 } from './statements.js';
 import type { UserRows } from './users.js';
 import { PgError, type QueryResult, type ScriptPart, type WireConnection } from './wire.js';
@@ -28,7 +40,13 @@ function firstError(results: QueryResult[]): PgError | null {
  * since what is billed depends on what was inserted. On any error the transaction is left open for
  * the caller to roll back; the error thrown is the first the database reported.
  */
-export async function commitRequests(conn: WireConnection, batch: readonly WriteRequest[], staged: boolean, shard: Shard, users: UserRows): Promise<Committed> {
+export async function commitRequests(
+  conn: WireConnection,
+  batch: readonly WriteRequest[],
+  staged: boolean,
+  shard: Shard,
+  users: UserRows,
+): Promise<Committed> {
   const data = batch.map((r) => r.batch.rows);
   // Rows of this transaction go to the partitions of their months of receipt; what they are checked
   // against reaches back to the start of the month before the earliest.
@@ -44,14 +62,26 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
       bounds.push(next);
       next += r.batch.rowCount;
     }
-    const results = await conn.script([{ sql: BEGIN_COPY_STAGING }, { copyData: data }, { sql: insertStagedSql(bounds, since) }]);
+    const results = await conn.script([
+      { sql: BEGIN_COPY_STAGING },
+      { copyData: data },
+      { sql: insertStagedSql(bounds, since) },
+    ]);
     const err = firstError(results);
     if (err !== null) throw err;
     stored = batch.map(() => 0);
     for (const [req, inserted] of results[1]!.statements[0]!.rows) stored[Number(req)] = Number(inserted);
   }
 
-  const claims = batch.flatMap(({ target, batch: b }, req) => b.actions.map((a) => ({ projectId: target.projectId, key: a.key, connection: target.connection, eventId: a.eventId, req })));
+  const claims = batch.flatMap(({ target, batch: b }, req) =>
+    b.actions.map((a) => ({
+      projectId: target.projectId,
+      key: a.key,
+      connection: target.connection,
+      eventId: a.eventId,
+      req,
+    })),
+  );
   const perProject = new Map<string, number>();
   batch.forEach(({ target }, i) => {
     perProject.set(target.projectId, (perProject.get(target.projectId) ?? 0) + stored[i]!);
@@ -59,11 +89,22 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const storedCounts: StoredCount[] = [...perProject].map(([projectId, n]) => ({ projectId, stored: n }));
   const statements: string[] = [];
   // Before anything else: events that may have been stored in an earlier month (a conflict if so).
-  const recheck = staged ? [] : batch.flatMap(({ target, batch: b }) => b.recheck.map((id) => [target.projectId, id] as const));
-  if (recheck.length > 0) statements.push(storedBeforeSql(recheck.map(([p]) => p), recheck.map(([, id]) => id), since));
+  const recheck = staged
+    ? []
+    : batch.flatMap(({ target, batch: b }) => b.recheck.map((id) => [target.projectId, id] as const));
+  if (recheck.length > 0)
+    statements.push(
+      storedBeforeSql(
+        recheck.map(([p]) => p),
+        recheck.map(([, id]) => id),
+        since,
+      ),
+    );
   // Then the billing statement: its rows are the unbilled counts.
   const billingAt = statements.length;
-  statements.push(claims.length > 0 ? billingSql(claims, storedCounts, shard, received) : ledgerSql(storedCounts, shard));
+  statements.push(
+    claims.length > 0 ? billingSql(claims, storedCounts, shard, received) : ledgerSql(storedCounts, shard),
+  );
   const userRows = users.select(batch);
   if (userRows.sightings.size > 0) statements.push(sightingsSql(userRows.sightings));
   if (userRows.partial.length > 0) statements.push(upsertUsersSql(userRows.partial, false));
@@ -74,24 +115,34 @@ export async function commitRequests(conn: WireConnection, batch: readonly Write
   const tail = { sql: statements.join(';\n') };
   // Rejected events go to the quarantine in the same transaction as the rows.
   const quarantined = batch.filter((r) => r.batch.quarantineCount > 0);
-  const quarantine: ScriptPart[] = quarantined.length === 0 ? [] : [
-    { sql: COPY_QUARANTINE },
-    { copyData: quarantined.map((r) => r.batch.quarantine) },
-  ];
+  const quarantine: ScriptPart[] =
+    quarantined.length === 0
+      ? []
+      : [{ sql: COPY_QUARANTINE }, { copyData: quarantined.map((r) => r.batch.quarantine) }];
 
-  const results = staged ? await conn.script([...quarantine, tail]) : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, ...quarantine, tail]);
+  const results = staged
+    ? await conn.script([...quarantine, tail])
+    : await conn.script([{ sql: BEGIN_COPY_EVENTS }, { copyData: data }, ...quarantine, tail]);
   const err = firstError(results);
   if (err !== null) throw err;
   const last = results[results.length - 1]!;
   const commit = last.statements[last.statements.length - 1];
-  if (commit?.tag !== 'COMMIT' || last.status !== 'I') throw new PgError(`the transaction ended with ${commit?.tag ?? 'nothing'}`, 'XX000', undefined, undefined);
+  if (commit?.tag !== 'COMMIT' || last.status !== 'I')
+    throw new PgError(`the transaction ended with ${commit?.tag ?? 'nothing'}`, 'XX000', undefined, undefined);
   users.committed(userRows);
 
   const unbilled = new Map<number, number>();
-  if (claims.length > 0) for (const [req, n] of last.statements[billingAt]!.rows) unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
+  if (claims.length > 0)
+    for (const [req, n] of last.statements[billingAt]!.rows)
+      unbilled.set(Number(req), (unbilled.get(Number(req)) ?? 0) + Number(n));
   const outcomes = batch.map((r, i) => {
     const n = unbilled.get(i) ?? 0;
-    return { stored: stored[i]!, billed: stored[i]! - n, storedNotBilled: n, redelivered: r.batch.rowCount - stored[i]! };
+    return {
+      stored: stored[i]!,
+      billed: stored[i]! - n,
+      storedNotBilled: n,
+      redelivered: r.batch.rowCount - stored[i]!,
+    };
   });
   return { outcomes, rows: batch.reduce((n, r) => n + r.batch.rowCount, 0) };
 }

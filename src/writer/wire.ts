@@ -72,7 +72,14 @@ function parseUrl(url: string): Target {
   const socketDir = u.searchParams.get('host');
   const port = Number(u.port || 5432);
   const mode = u.searchParams.get('sslmode') ?? u.searchParams.get('ssl');
-  const ssl = mode === 'require' || mode === 'true' ? 'require' : mode === 'verify-full' || mode === 'verify-ca' ? 'verify-full' : mode === 'prefer' ? 'prefer' : 'disable';
+  const ssl =
+    mode === 'require' || mode === 'true'
+      ? 'require'
+      : mode === 'verify-full' || mode === 'verify-ca'
+        ? 'verify-full'
+        : mode === 'prefer'
+          ? 'prefer'
+          : 'disable';
   return {
     ...(socketDir?.startsWith('/') ? { path: `${socketDir}/.s.PGSQL.${port}` } : {}),
     host: decodeURIComponent(u.hostname) || '127.0.0.1',
@@ -101,7 +108,8 @@ const COPY_CHUNK = 256 * 1024;
 
 function openSocket(t: Target, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const sock = t.path !== undefined ? netConnect({ path: t.path }) : netConnect({ host: t.host, port: t.port, noDelay: true });
+    const sock =
+      t.path !== undefined ? netConnect({ path: t.path }) : netConnect({ host: t.host, port: t.port, noDelay: true });
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new ConnectionLost(`connecting to ${t.path ?? `${t.host}:${t.port}`} timed out`));
@@ -149,11 +157,20 @@ export class WireConnection {
   private buf: Buffer = Buffer.alloc(0);
   private readonly pending: Pending[] = [];
   private lost: ConnectionLost | null = null;
-  private startup: { resolve: () => void; reject: (e: Error) => void; password: string; user: string; scram?: { nonce: string; signature?: string } } | null = null;
+  private startup: {
+    resolve: () => void;
+    reject: (e: Error) => void;
+    password: string;
+    user: string;
+    scram?: { nonce: string; signature?: string };
+  } | null = null;
   pid = 0;
   secret = 0;
 
-  private constructor(private readonly sock: Socket, private readonly target: Target) {
+  private constructor(
+    private readonly sock: Socket,
+    private readonly target: Target,
+  ) {
     sock.on('data', (chunk: Buffer) => this.receive(chunk));
     sock.on('error', (err) => this.fail(new ConnectionLost(err.message)));
     sock.on('close', () => this.fail(new ConnectionLost('the database connection closed')));
@@ -163,7 +180,20 @@ export class WireConnection {
     const target = parseUrl(o.url);
     const sock = await negotiateTls(await openSocket(target, o.connectTimeoutMs), target);
     const conn = new WireConnection(sock, target);
-    const params = ['user', target.user, 'database', target.database, 'application_name', o.applicationName, 'client_encoding', 'UTF8', 'standard_conforming_strings', 'on', 'DateStyle', 'ISO'];
+    const params = [
+      'user',
+      target.user,
+      'database',
+      target.database,
+      'application_name',
+      o.applicationName,
+      'client_encoding',
+      'UTF8',
+      'standard_conforming_strings',
+      'on',
+      'DateStyle',
+      'ISO',
+    ];
     const body = Buffer.concat([Buffer.from([0, 3, 0, 0]), ...params.map(cstr), Buffer.from([0])]);
     const len = Buffer.allocUnsafe(4);
     len.writeInt32BE(body.length + 4, 0);
@@ -205,10 +235,12 @@ export class WireConnection {
     for (const part of parts) {
       if ('sql' in part) {
         out.push(message('Q', cstr(part.sql)));
-        results.push(new Promise((resolve, reject) => {
-          const result: QueryResult = { statements: [], error: null, status: 'I' };
-          this.pending.push({ result, current: { tag: '', rows: [] }, resolve, reject });
-        }));
+        results.push(
+          new Promise((resolve, reject) => {
+            const result: QueryResult = { statements: [], error: null, status: 'I' };
+            this.pending.push({ result, current: { tag: '', rows: [] }, resolve, reject });
+          }),
+        );
       } else {
         // Each CopyData message is its 5-byte header and a view of the rows, written together
         // (writev): the rows are never copied, however many megabytes a batch holds.
@@ -289,7 +321,8 @@ export class WireConnection {
         this.pid = body.readInt32BE(0);
         this.secret = body.readInt32BE(4);
         return;
-      case 0x5a: { // Z: ReadyForQuery
+      case 0x5a: {
+        // Z: ReadyForQuery
         if (this.startup !== null) {
           const s = this.startup;
           this.startup = null;
@@ -302,7 +335,8 @@ export class WireConnection {
         p.resolve(p.result);
         return;
       }
-      case 0x44: { // D: DataRow
+      case 0x44: {
+        // D: DataRow
         const p = this.pending[0];
         if (p === undefined) throw new Error('DataRow without a query');
         const n = body.readInt16BE(0);
@@ -320,7 +354,8 @@ export class WireConnection {
         p.current.rows.push(row);
         return;
       }
-      case 0x43: { // C: CommandComplete
+      case 0x43: {
+        // C: CommandComplete
         const p = this.pending[0];
         if (p === undefined) throw new Error('CommandComplete without a query');
         p.current.tag = body.toString('utf8', 0, body.length - 1);
@@ -328,7 +363,8 @@ export class WireConnection {
         p.current = { tag: '', rows: [] };
         return;
       }
-      case 0x45: { // E: ErrorResponse
+      case 0x45: {
+        // E: ErrorResponse
         const err = this.parseError(body);
         if (this.startup !== null) {
           this.startup.reject(err);
@@ -371,28 +407,50 @@ export class WireConnection {
       case 3:
         return void send(cstr(s.password));
       case 5: {
-        const inner = createHash('md5').update(s.password + s.user).digest('hex');
-        return void send(cstr(`md5${createHash('md5').update(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)])).digest('hex')}`));
+        const inner = createHash('md5')
+          .update(s.password + s.user)
+          .digest('hex');
+        return void send(
+          cstr(
+            `md5${createHash('md5')
+              .update(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)]))
+              .digest('hex')}`,
+          ),
+        );
       }
-      case 10: { // SASL: only SCRAM-SHA-256
+      case 10: {
+        // SASL: only SCRAM-SHA-256
         s.scram = { nonce: randomBytes(18).toString('base64') };
         const first = Buffer.from(`n,,n=*,r=${s.scram.nonce}`);
         const len = Buffer.allocUnsafe(4);
         len.writeInt32BE(first.length, 0);
         return void send(Buffer.concat([cstr('SCRAM-SHA-256'), len, first]));
       }
-      case 11: { // SASLContinue
-        const attrs = Object.fromEntries(body.toString('utf8', 4).split(',').map((kv) => [kv[0], kv.slice(2)]));
+      case 11: {
+        // SASLContinue
+        const attrs = Object.fromEntries(
+          body
+            .toString('utf8', 4)
+            .split(',')
+            .map((kv) => [kv[0], kv.slice(2)]),
+        );
         const salted = pbkdf2Sync(s.password, Buffer.from(attrs.s!, 'base64'), Number(attrs.i), 32, 'sha256');
         const hmac = (key: Buffer, msg: string) => createHmac('sha256', key).update(msg).digest();
         const clientKey = hmac(salted, 'Client Key');
         const auth = `n=*,r=${s.scram!.nonce},r=${attrs.r},s=${attrs.s},i=${attrs.i},c=biws,r=${attrs.r}`;
-        const proof = Buffer.from(clientKey.map((b, i) => b ^ hmac(createHash('sha256').update(clientKey).digest(), auth)[i]!));
+        const proof = Buffer.from(
+          clientKey.map((b, i) => b ^ hmac(createHash('sha256').update(clientKey).digest(), auth)[i]!),
+        );
         s.scram!.signature = hmac(hmac(salted, 'Server Key'), auth).toString('base64');
         return void send(Buffer.from(`c=biws,r=${attrs.r},p=${proof.toString('base64')}`));
       }
-      case 12: { // SASLFinal
-        const v = body.toString('utf8', 4).split(',').find((kv) => kv.startsWith('v='))?.slice(2);
+      case 12: {
+        // SASLFinal
+        const v = body
+          .toString('utf8', 4)
+          .split(',')
+          .find((kv) => kv.startsWith('v='))
+          ?.slice(2);
         if (v !== s.scram?.signature) throw new Error('the server did not prove it knows the password');
         return;
       }

@@ -18,14 +18,23 @@ afterAll(async () => {
 describe('admin API', () => {
   it('refuses every route without the admin token', async () => {
     const routes: [string, string][] = [
-      ['POST', '/admin/projects'], ['GET', '/admin/projects'], ['PATCH', '/admin/projects/00000000-0000-0000-0000-000000000000'],
-      ['GET', '/admin/projects/00000000-0000-0000-0000-000000000000/usage'], ['POST', '/admin/bots'],
-      ['PATCH', '/admin/bots/00000000-0000-0000-0000-000000000000'], ['POST', '/admin/bots/00000000-0000-0000-0000-000000000000/tokens'],
-      ['DELETE', '/admin/tokens/00000000-0000-0000-0000-000000000000'], ['GET', '/admin/projects/00000000-0000-0000-0000-000000000000/reports/revenue'],
+      ['POST', '/admin/projects'],
+      ['GET', '/admin/projects'],
+      ['PATCH', '/admin/projects/00000000-0000-0000-0000-000000000000'],
+      ['GET', '/admin/projects/00000000-0000-0000-0000-000000000000/usage'],
+      ['POST', '/admin/bots'],
+      ['PATCH', '/admin/bots/00000000-0000-0000-0000-000000000000'],
+      ['POST', '/admin/bots/00000000-0000-0000-0000-000000000000/tokens'],
+      ['DELETE', '/admin/tokens/00000000-0000-0000-0000-000000000000'],
+      ['GET', '/admin/projects/00000000-0000-0000-0000-000000000000/reports/revenue'],
     ];
     for (const [method, path] of routes) {
       for (const authorization of [undefined, 'Bearer wrong-token', `Basic ${ADMIN_TOKEN}`, `Bearer ${ADMIN_TOKEN}x`]) {
-        const r = await call(`${srv.url}${path}`, { method, headers: authorization ? { authorization } : {}, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        const r = await call(`${srv.url}${path}`, {
+          method,
+          headers: authorization ? { authorization } : {},
+          body: method === 'GET' || method === 'DELETE' ? undefined : {},
+        });
         expect(r.status, `${method} ${path} with ${authorization}`).toBe(401);
         expect(r.body.error).toBe('admin_unauthorized');
       }
@@ -51,14 +60,20 @@ describe('admin API', () => {
     const unlimitedByDefault = await admin(srv.url, 'POST', '/admin/projects', { name: 'Default plan' });
     expect(unlimitedByDefault.body.project.eventAllowance).toBeNull();
     const list = await admin(srv.url, 'GET', '/admin/projects');
-    expect(list.body.map((p: { projectId: string }) => p.projectId)).toEqual(expect.arrayContaining([projectId, unlimitedByDefault.body.projectId]));
+    expect(list.body.map((p: { projectId: string }) => p.projectId)).toEqual(
+      expect.arrayContaining([projectId, unlimitedByDefault.body.projectId]),
+    );
   });
 
   it('answers 400 with a message for bad bodies', async () => {
     for (const [path, method, body] of [
-      ['/admin/projects', 'POST', {}], ['/admin/projects', 'POST', { name: '' }], ['/admin/projects', 'POST', { name: 'x', eventAllowance: -1 }],
-      ['/admin/projects', 'POST', { name: 'x', extra: 1 }], ['/admin/projects', 'POST', '{not json'],
-      ['/admin/bots', 'POST', { messengerBotId: 'abc' }], ['/admin/bots', 'POST', { miniAppIngest: 'yes' }],
+      ['/admin/projects', 'POST', {}],
+      ['/admin/projects', 'POST', { name: '' }],
+      ['/admin/projects', 'POST', { name: 'x', eventAllowance: -1 }],
+      ['/admin/projects', 'POST', { name: 'x', extra: 1 }],
+      ['/admin/projects', 'POST', '{not json'],
+      ['/admin/bots', 'POST', { messengerBotId: 'abc' }],
+      ['/admin/bots', 'POST', { miniAppIngest: 'yes' }],
     ] as const) {
       const r = await admin(srv.url, method, path, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
@@ -74,10 +89,14 @@ describe('admin API', () => {
   it('answers 404 for unknown ids', async () => {
     const unknown = '0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b';
     for (const [method, path, body] of [
-      ['PATCH', `/admin/projects/${unknown}`, { eventAllowance: 1 }], ['GET', `/admin/projects/${unknown}/usage`, undefined],
-      ['GET', `/admin/projects/${unknown}/reports/revenue`, undefined], ['PATCH', `/admin/bots/${unknown}`, { apiIngest: false }],
-      ['POST', `/admin/bots/${unknown}/tokens`, undefined], ['DELETE', `/admin/tokens/${unknown}`, undefined],
-      ['POST', '/admin/bots', { projectId: unknown }], ['GET', '/admin/projects/not-a-uuid', undefined],
+      ['PATCH', `/admin/projects/${unknown}`, { eventAllowance: 1 }],
+      ['GET', `/admin/projects/${unknown}/usage`, undefined],
+      ['GET', `/admin/projects/${unknown}/reports/revenue`, undefined],
+      ['PATCH', `/admin/bots/${unknown}`, { apiIngest: false }],
+      ['POST', `/admin/bots/${unknown}/tokens`, undefined],
+      ['DELETE', `/admin/tokens/${unknown}`, undefined],
+      ['POST', '/admin/bots', { projectId: unknown }],
+      ['GET', '/admin/projects/not-a-uuid', undefined],
     ] as const) {
       const r = await admin(srv.url, method, path, body);
       expect(r.status, `${method} ${path}`).toBe(404);
@@ -90,12 +109,33 @@ describe('admin API', () => {
     const created = await admin(srv.url, 'POST', '/admin/bots', { name: 'helper bot' });
     expect(created.status).toBe(201);
     const { botId } = created.body;
-    expect(created.body.bot).toMatchObject({ projectId: null, messengerBotId: null, miniAppIngest: true, apiIngest: true, name: 'helper bot' });
-    const patched = await admin(srv.url, 'PATCH', `/admin/bots/${botId}`, { projectId: p.body.projectId, messengerBotId: '123456789', miniAppIngest: false });
+    expect(created.body.bot).toMatchObject({
+      projectId: null,
+      messengerBotId: null,
+      miniAppIngest: true,
+      apiIngest: true,
+      name: 'helper bot',
+    });
+    const patched = await admin(srv.url, 'PATCH', `/admin/bots/${botId}`, {
+      projectId: p.body.projectId,
+      messengerBotId: '123456789',
+      miniAppIngest: false,
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ projectId: p.body.projectId, messengerBotId: 123456789, miniAppIngest: false, apiIngest: true });
-    const [row] = await db.sql`SELECT project_id, messenger_bot_id, mini_app_ingest, api_ingest FROM bots WHERE bot_id = ${botId}`;
-    expect(row).toEqual({ project_id: p.body.projectId, messenger_bot_id: '123456789', mini_app_ingest: false, api_ingest: true });
+    expect(patched.body).toMatchObject({
+      projectId: p.body.projectId,
+      messengerBotId: 123456789,
+      miniAppIngest: false,
+      apiIngest: true,
+    });
+    const [row] =
+      await db.sql`SELECT project_id, messenger_bot_id, mini_app_ingest, api_ingest FROM bots WHERE bot_id = ${botId}`;
+    expect(row).toEqual({
+      project_id: p.body.projectId,
+      messenger_bot_id: '123456789',
+      mini_app_ingest: false,
+      api_ingest: true,
+    });
     const unlinked = await admin(srv.url, 'PATCH', `/admin/bots/${botId}`, { projectId: null });
     expect(unlinked.body.projectId).toBeNull();
     const listed = await admin(srv.url, 'GET', `/admin/projects/${p.body.projectId}/bots`);
@@ -115,7 +155,15 @@ describe('admin API', () => {
     expect(stored).not.toContain(t.body.token.slice(12));
 
     const listed = await admin(srv.url, 'GET', `/admin/bots/${b.body.botId}/tokens`);
-    expect(listed.body).toEqual([{ tokenId: t.body.tokenId, botId: b.body.botId, hint: t.body.hint, createdAt: expect.any(String), revokedAt: null }]);
+    expect(listed.body).toEqual([
+      {
+        tokenId: t.body.tokenId,
+        botId: b.body.botId,
+        hint: t.body.hint,
+        createdAt: expect.any(String),
+        revokedAt: null,
+      },
+    ]);
     expect(JSON.stringify(listed.body)).not.toContain(t.body.token);
 
     expect((await postBotApi(srv.url, t.body.token, { events: [serverEvent()] })).status).toBe(202);
@@ -174,13 +222,20 @@ describe('admin API: live stats', () => {
     const b = await admin(srv.url, 'POST', '/admin/bots', { projectId: p.body.projectId });
     const t = await admin(srv.url, 'POST', `/admin/bots/${b.body.botId}/tokens`);
     const dup = serverEvent();
-    await postBotApi(srv.url, t.body.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined })] });
+    await postBotApi(srv.url, t.body.token, {
+      events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined })],
+    });
     const s = await admin(srv.url, 'GET', `/admin/projects/${p.body.projectId}/stats`);
     expect(s.status).toBe(200);
     expect(s.body.totals).toEqual({ accepted: 2, rejected: 1, duplicated: 1, storedNotBilled: 0, redelivered: 0 });
     expect(s.body.minutes).toHaveLength(60);
     expect(s.body.minutes[59]).toMatchObject({ accepted: 2, rejected: 1, duplicated: 1 });
-    expect(s.body.topDiagnostics).toEqual([{ code: 'event_missing_identity', count: 1 }, { code: 'event_type_unknown', count: 1 }]);
-    expect((await admin(srv.url, 'GET', '/admin/projects/0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b/stats')).status).toBe(404);
+    expect(s.body.topDiagnostics).toEqual([
+      { code: 'event_missing_identity', count: 1 },
+      { code: 'event_type_unknown', count: 1 },
+    ]);
+    expect((await admin(srv.url, 'GET', '/admin/projects/0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b/stats')).status).toBe(
+      404,
+    );
   });
 });

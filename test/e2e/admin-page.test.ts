@@ -25,7 +25,16 @@ beforeAll(async () => {
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 900 },
     // Money is formatted for the browser's locale; the expectations below are written in en-US.
     locale: 'en-US',
@@ -35,7 +44,8 @@ beforeAll(async () => {
   page.on('pageerror', (err) => pageProblems.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
     // Chromium logs every non-2xx fetch as "Failed to load resource"; the test provokes some on purpose.
-    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) pageProblems.push(`console: ${msg.text()}`);
+    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource'))
+      pageProblems.push(`console: ${msg.text()}`);
   });
 });
 
@@ -106,12 +116,22 @@ async function liveViewers(): Promise<number> {
 const purchaseSchema = (minimum: number) => ({
   type: 'object',
   required: ['propsLong'],
-  properties: { eventType: { const: 'payment' }, propsLong: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum } } } },
+  properties: {
+    eventType: { const: 'payment' },
+    propsLong: { type: 'object', required: ['amount'], properties: { amount: { type: 'integer', minimum } } },
+  },
 });
-const purchase = (over: Record<string, unknown> = {}) => serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, ...over });
+const purchase = (over: Record<string, unknown> = {}) =>
+  serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, ...over });
 
 const payment = (amount: number, currency: string) =>
-  serverEvent({ eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', propsString: { 'tg.currency': currency }, propsLong: { 'tg.total_amount': amount } });
+  serverEvent({
+    eventOrigin: 'platform',
+    eventType: 'payment',
+    eventName: 'successful_payment',
+    propsString: { 'tg.currency': currency },
+    propsLong: { 'tg.total_amount': amount },
+  });
 
 describe('admin page', () => {
   it('serves the page and its assets with a strict CSP, apart from the API', async () => {
@@ -149,10 +169,14 @@ describe('admin page', () => {
     expect(text).toContain('cat .data/admin-token');
     expect(text).toContain('ADMIN_TOKEN');
     // Read out with the field, not only seen next to it.
-    expect((await byTestId('login-token').getAttribute('aria-describedby'))?.split(' ')).toContain(await hint.getAttribute('id'));
+    expect((await byTestId('login-token').getAttribute('aria-describedby'))?.split(' ')).toContain(
+      await hint.getAttribute('id'),
+    );
     // The longer form still fits a phone.
     await page.setViewportSize({ width: 390, height: 844 });
-    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    expect(
+      await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth'),
+    ).toBe(true);
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -186,7 +210,9 @@ describe('admin page', () => {
     // Allowance: empty means unlimited.
     await byTestId('allowance-input').fill('');
     await byTestId('allowance-save').click();
-    await expect.poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${projectId}`)).body.eventAllowance).toBeNull();
+    await expect
+      .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${projectId}`)).body.eventAllowance)
+      .toBeNull();
     await expect.poll(() => byTestId('usage-allowance').textContent()).toBe('unlimited');
 
     // A bot linked to the project.
@@ -196,12 +222,20 @@ describe('admin page', () => {
     await row.waitFor();
     const botId = await row.getAttribute('data-bot-id');
     const bot = (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body;
-    expect(bot).toMatchObject({ projectId, name: 'Shop bot', messengerBotId: null, miniAppIngest: true, apiIngest: true });
+    expect(bot).toMatchObject({
+      projectId,
+      name: 'Shop bot',
+      messengerBotId: null,
+      miniAppIngest: true,
+      apiIngest: true,
+    });
 
     // Messenger bot id edited in the row.
     await row.getByTestId('bot-messenger-id-input').fill('7123456789');
     await row.getByTestId('bot-messenger-id-save').click();
-    await expect.poll(async () => (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body.messengerBotId).toBe(7123456789);
+    await expect
+      .poll(async () => (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body.messengerBotId)
+      .toBe(7123456789);
 
     // Token dialog: create one and read its value, shown once.
     await row.getByTestId('bot-tokens').click();
@@ -221,7 +255,9 @@ describe('admin page', () => {
     const sent = await postBotApi(srv.url, token, { events: [serverEvent(), serverEvent()] });
     expect(sent.status).toBe(202);
     expect(sent.body.accepted).toBe(2);
-    await expect.poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('2');
+    await expect
+      .poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 })
+      .toBe('2');
     expect(await byTestId('live-chart').locator('svg rect.s-accepted').count()).toBeGreaterThan(0);
 
     // Closing the dialog drops the value; reopening shows the list only.
@@ -262,7 +298,9 @@ describe('admin page', () => {
 
     // Phone width: neither the page nor the token dialog overflows sideways.
     await page.setViewportSize({ width: 390, height: 844 });
-    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    expect(
+      await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth'),
+    ).toBe(true);
     await row.getByTestId('bot-tokens').click();
     await dialog.waitFor();
     await expect.poll(() => dialog.getByTestId('token-row').count()).toBe(1);
@@ -293,7 +331,9 @@ describe('admin page', () => {
     await signIn(tab);
     await expect.poll(() => tab.getByTestId('project-title').textContent()).toBe(only.name);
     expect(await tab.getByTestId('project-detail').isVisible()).toBe(true);
-    expect(await tab.getByTestId('project-row').getByTestId('project-select').getAttribute('aria-current')).toBe('true');
+    expect(await tab.getByTestId('project-row').getByTestId('project-select').getAttribute('aria-current')).toBe(
+      'true',
+    );
     await expect.poll(() => tab.getByTestId('usage-month').textContent()).toMatch(/^\d{4}-\d{2}$/);
     await tab.close();
 
@@ -305,7 +345,10 @@ describe('admin page', () => {
     expect(await tab2.getByTestId('project-detail').isVisible()).toBe(false);
 
     // Signed out and in again, the tab comes back to the project it had open (the address no longer names it).
-    await tab2.locator(`[data-testid="project-row"][data-project-id="${second}"]`).getByTestId('project-select').click();
+    await tab2
+      .locator(`[data-testid="project-row"][data-project-id="${second}"]`)
+      .getByTestId('project-select')
+      .click();
     await expect.poll(() => tab2.getByTestId('project-title').textContent()).toBe('Second shop');
     await tab2.getByTestId('sign-out').click();
     await tab2.getByTestId('login-form').waitFor();
@@ -334,9 +377,15 @@ describe('admin page', () => {
       const sent = await postBotApi(srv.url, own.token, { events: [serverEvent(), serverEvent(), serverEvent()] });
       expect(sent.status).toBe(202);
       // Without a click: the 3 s loop has to bring both the live count and the month's usage.
-      await expect.poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
-      await expect.poll(() => byTestId('usage-billed').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
-      await expect.poll(() => byTestId('usage-stored').getAttribute('data-value'), { timeout: 10_000, interval: 250 }).toBe('3');
+      await expect
+        .poll(() => byTestId('stat-accepted').getAttribute('data-value'), { timeout: 10_000, interval: 250 })
+        .toBe('3');
+      await expect
+        .poll(() => byTestId('usage-billed').getAttribute('data-value'), { timeout: 10_000, interval: 250 })
+        .toBe('3');
+      await expect
+        .poll(() => byTestId('usage-stored').getAttribute('data-value'), { timeout: 10_000, interval: 250 })
+        .toBe('3');
 
       // One loop: every round asks for both, so the counts never drift apart.
       const count = (kind: string) => requests.filter((k) => k === kind).length;
@@ -354,7 +403,9 @@ describe('admin page', () => {
 
       // Visible again: a round at once, with revenue, then the loop goes on.
       await setTabHidden(false);
-      await expect.poll(() => [count('stats'), count('usage'), count('reports/revenue')], { timeout: 1_000, interval: 50 }).toEqual([1, 1, 1]);
+      await expect
+        .poll(() => [count('stats'), count('usage'), count('reports/revenue')], { timeout: 1_000, interval: 50 })
+        .toEqual([1, 1, 1]);
       await expect.poll(() => count('stats'), { timeout: 5_000, interval: 250 }).toBe(2);
     } finally {
       page.off('request', onRequest);
@@ -365,7 +416,16 @@ describe('admin page', () => {
   it("shows revenue in the currency's units, Stars without decimals, big totals to the last digit", async () => {
     const own = await provision(srv.url);
     const big = Number.MAX_SAFE_INTEGER; // two of them sum beyond 2^53: the API answers a string
-    const sent = await postBotApi(srv.url, own.token, { events: [payment(1999, 'USD'), payment(1999, 'XTR'), payment(big, 'JPY'), payment(big, 'JPY'), payment(big, 'EUR'), payment(big, 'EUR')] });
+    const sent = await postBotApi(srv.url, own.token, {
+      events: [
+        payment(1999, 'USD'),
+        payment(1999, 'XTR'),
+        payment(big, 'JPY'),
+        payment(big, 'JPY'),
+        payment(big, 'EUR'),
+        payment(big, 'EUR'),
+      ],
+    });
     expect(sent.status).toBe(202);
     await expect
       .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`)).body)
@@ -373,7 +433,10 @@ describe('admin page', () => {
 
     await openProject(own.projectId);
     await byTestId('revenue-refresh').click();
-    const total = (currency: string) => page.locator(`[data-testid="revenue-row"][data-currency="${currency}"] [data-testid="revenue-total"]`).textContent();
+    const total = (currency: string) =>
+      page
+        .locator(`[data-testid="revenue-row"][data-currency="${currency}"] [data-testid="revenue-total"]`)
+        .textContent();
     await expect.poll(() => total('USD')).toBe('$19.99');
     expect(await total('XTR')).toMatch(/^(1,999 XTR|⭐ 1,999)$/);
     expect(await total('JPY')).toBe('¥18,014,398,509,481,982');
@@ -381,7 +444,7 @@ describe('admin page', () => {
     expect(pageProblems).toEqual([]);
   });
 
-  it('edits the tracking plan: text that is not JSON is refused before sending, ajv\'s refusal is shown, versions count up, and the plan is in force', async () => {
+  it("edits the tracking plan: text that is not JSON is refused before sending, ajv's refusal is shown, versions count up, and the plan is in force", async () => {
     const own = await provision(srv.url);
     const planUrl = `/admin/projects/${own.projectId}/tracking-plan`;
     const puts: string[] = [];
@@ -415,7 +478,11 @@ describe('admin page', () => {
       await byTestId('plan-save').click();
       await expect.poll(() => error.textContent()).toContain(refused.body.message);
       expect(await error.textContent()).toContain(refused.body.details.error);
-      expect(await page.evaluate<string>("(() => { const t = document.getElementById('plan-text'); return t.value.slice(t.selectionStart, t.selectionEnd); })()")).toBe('"purchase"');
+      expect(
+        await page.evaluate<string>(
+          "(() => { const t = document.getElementById('plan-text'); return t.value.slice(t.selectionStart, t.selectionEnd); })()",
+        ),
+      ).toBe('"purchase"');
       expect(puts).toHaveLength(1);
       expect((await admin(srv.url, 'GET', planUrl)).status).toBe(404);
 
@@ -440,7 +507,9 @@ describe('admin page', () => {
       const sent = await postBotApi(srv.url, own.token, { events: [cheap, purchase()] });
       expect(sent.status).toBe(202);
       expect(sent.body).toMatchObject({ accepted: 1, rejected: 1 });
-      expect(sent.body.diagnostics).toContainEqual(expect.objectContaining({ event_id: cheap.eventId, code: 'schema_violation', severity: 'error' }));
+      expect(sent.body.diagnostics).toContainEqual(
+        expect.objectContaining({ event_id: cheap.eventId, code: 'schema_violation', severity: 'error' }),
+      );
 
       // A reload shows the stored plan, not the template.
       await page.reload();
@@ -452,7 +521,9 @@ describe('admin page', () => {
       await byTestId('plan-delete-confirm').click();
       await expect.poll(() => byTestId('plan-none').isVisible()).toBe(true);
       expect((await admin(srv.url, 'GET', planUrl)).status).toBe(404);
-      expect((await postBotApi(srv.url, own.token, { events: [purchase({ propsLong: { amount: 0 } })] })).body).toMatchObject({ accepted: 1, rejected: 0 });
+      expect(
+        (await postBotApi(srv.url, own.token, { events: [purchase({ propsLong: { amount: 0 } })] })).body,
+      ).toMatchObject({ accepted: 1, rejected: 0 });
     } finally {
       page.off('request', onRequest);
     }
@@ -462,18 +533,36 @@ describe('admin page', () => {
   it('quarantine: lists rejected events by code, shows one, replays after a dry run once the plan is relaxed, and deletes', async () => {
     const own = await provision(srv.url);
     const planUrl = `/admin/projects/${own.projectId}/tracking-plan`;
-    expect((await admin(srv.url, 'PUT', planUrl, { mode: 'block', unplannedEvents: 'block', events: { purchase: purchaseSchema(1) } })).status).toBe(200);
+    expect(
+      (
+        await admin(srv.url, 'PUT', planUrl, {
+          mode: 'block',
+          unplannedEvents: 'block',
+          events: { purchase: purchaseSchema(1) },
+        })
+      ).status,
+    ).toBe(200);
     const cheap = purchase({ propsLong: { amount: 0 } });
     const signup = serverEvent({ eventName: 'signup' });
     const login = serverEvent({ eventName: 'login' });
-    const broken = serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 5 }, platformUserId: 'not a number' });
+    const broken = serverEvent({
+      eventName: 'purchase',
+      eventType: 'payment',
+      propsLong: { amount: 5 },
+      platformUserId: 'not a number',
+    });
     // One request each: the quarantine's order (newest first) is then the reverse of this.
-    for (const e of [purchase(), cheap, signup, login, broken]) expect((await postBotApi(srv.url, own.token, { events: [e] })).status).toBeLessThan(500);
-    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsStored: 1, eventsBilled: 1 });
+    for (const e of [purchase(), cheap, signup, login, broken])
+      expect((await postBotApi(srv.url, own.token, { events: [e] })).status).toBeLessThan(500);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({
+      eventsStored: 1,
+      eventsBilled: 1,
+    });
 
     await openProject(own.projectId);
     const rows = byTestId('quarantine-row');
-    const row = (e: Record<string, any>) => page.locator(`[data-testid="quarantine-row"][data-event-id="${e.eventId}"]`);
+    const row = (e: Record<string, any>) =>
+      page.locator(`[data-testid="quarantine-row"][data-event-id="${e.eventId}"]`);
     await expect.poll(() => rows.count()).toBe(4);
     expect(await attrs(rows, 'data-event-id')).toEqual([broken, login, signup, cheap].map((e) => e.eventId));
     expect(await row(signup).getByTestId('quarantine-name').textContent()).toBe('signup');
@@ -495,7 +584,9 @@ describe('admin page', () => {
 
     // At phone width the table, the detail and the replay controls fit.
     await page.setViewportSize({ width: 390, height: 844 });
-    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    expect(
+      await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth'),
+    ).toBe(true);
     await page.setViewportSize({ width: 1280, height: 900 });
 
     // By code: the filter narrows the table.
@@ -506,7 +597,9 @@ describe('admin page', () => {
     // The plan relaxed in the editor: unplanned events allowed, and an amount of 0 is fine.
     const editor = byTestId('plan-text');
     await expect.poll(() => editor.isEnabled()).toBe(true);
-    await editor.fill(JSON.stringify({ mode: 'block', unplannedEvents: 'allow', events: { purchase: purchaseSchema(0) } }));
+    await editor.fill(
+      JSON.stringify({ mode: 'block', unplannedEvents: 'allow', events: { purchase: purchaseSchema(0) } }),
+    );
     await byTestId('plan-save').click();
     await expect.poll(() => byTestId('plan-version').getAttribute('data-value')).toBe('2');
 
@@ -516,7 +609,11 @@ describe('admin page', () => {
     expect(await byTestId('quarantine-replay').textContent()).toContain('1 selected');
     await byTestId('quarantine-replay').click();
     await preview.waitFor();
-    expect([await preview.getByTestId('replay-accepted').textContent(), await preview.getByTestId('replay-rejected').textContent(), await preview.getByTestId('replay-duplicated').textContent()]).toEqual(['1', '0', '0']);
+    expect([
+      await preview.getByTestId('replay-accepted').textContent(),
+      await preview.getByTestId('replay-rejected').textContent(),
+      await preview.getByTestId('replay-duplicated').textContent(),
+    ]).toEqual(['1', '0', '0']);
     await byTestId('replay-cancel').click();
     await preview.waitFor({ state: 'hidden' });
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body.items).toHaveLength(4);
@@ -534,13 +631,20 @@ describe('admin page', () => {
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body.items).toHaveLength(4);
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body.eventsStored).toBe(1);
     await byTestId('replay-confirm').click();
-    await expect.poll(() => byTestId('replay-result').textContent()).toBe('Replayed 4: 3 accepted and stored, 1 still rejected, 0 duplicated.');
+    await expect
+      .poll(() => byTestId('replay-result').textContent())
+      .toBe('Replayed 4: 3 accepted and stored, 1 still rejected, 0 duplicated.');
     await expect.poll(() => attrs(rows, 'data-event-id')).toEqual([broken.eventId]);
     expect(await preview.isVisible()).toBe(false);
     // Usage is refreshed at once, not only by the 3 s loop: the replay asked for it.
     await expect.poll(() => byTestId('usage-billed').getAttribute('data-value')).toBe('4');
-    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({ eventsStored: 4, eventsBilled: 4 });
-    const storedIds = (await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${own.projectId}`).map((r) => r.event_id);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({
+      eventsStored: 4,
+      eventsBilled: 4,
+    });
+    const storedIds = (
+      await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${own.projectId}`
+    ).map((r) => r.event_id);
     expect(storedIds).toEqual(expect.arrayContaining([cheap.eventId, signup.eventId, login.eventId]));
     expect(storedIds).not.toContain(broken.eventId);
 
@@ -549,19 +653,32 @@ describe('admin page', () => {
     await byTestId('quarantine-delete-confirm').click();
     await expect.poll(() => byTestId('quarantine-empty').isVisible()).toBe(true);
     expect(await rows.count()).toBe(0);
-    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body).toEqual({ items: [], next: null });
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body).toEqual({
+      items: [],
+      next: null,
+    });
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine/summary`)).body).toEqual([]);
     expect(pageProblems).toEqual([]);
   });
 
   it('quarantine: pages with "Load more", newest first, and shows an event cut to 64 KiB as text with a badge', async () => {
     const own = await provision(srv.url);
-    expect((await admin(srv.url, 'PUT', `/admin/projects/${own.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} })).status).toBe(200);
+    expect(
+      (
+        await admin(srv.url, 'PUT', `/admin/projects/${own.projectId}/tracking-plan`, {
+          mode: 'block',
+          unplannedEvents: 'block',
+          events: {},
+        })
+      ).status,
+    ).toBe(200);
     const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(100_000) } });
     expect((await postBotApi(srv.url, own.token, { events: [long] })).status).toBe(400);
     const many = Array.from({ length: 60 }, (_, i) => serverEvent({ eventName: `unplanned_${i}` }));
     expect((await postBotApi(srv.url, own.token, { events: many })).status).toBe(400);
-    const all = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine?limit=1000`)).body.items.map((i: { eventId: string }) => i.eventId);
+    const all = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine?limit=1000`)).body.items.map(
+      (i: { eventId: string }) => i.eventId,
+    );
     expect(all).toHaveLength(61);
 
     await openProject(own.projectId);
@@ -636,12 +753,17 @@ describe('admin page', () => {
       expect(await rows.count()).toBe(3);
       await byTestId('watch-pause').click();
       await expect.poll(() => rows.count()).toBe(5);
-      expect(await attrs(rows, 'data-event-id').then((ids) => ids.slice(0, 2))).toEqual([held[1]!.eventId, held[0]!.eventId]);
+      expect(await attrs(rows, 'data-event-id').then((ids) => ids.slice(0, 2))).toEqual([
+        held[1]!.eventId,
+        held[0]!.eventId,
+      ]);
       expect(await byTestId('watch-paused').isVisible()).toBe(false);
 
       // Sampling: at most 50 a second reach the page; the next message says how many were skipped.
       await page.waitForTimeout(1100);
-      await postBotApi(srv.url, own.token, { events: Array.from({ length: 120 }, () => serverEvent({ eventName: 'burst' })) });
+      await postBotApi(srv.url, own.token, {
+        events: Array.from({ length: 120 }, () => serverEvent({ eventName: 'burst' })),
+      });
       await page.waitForTimeout(1100);
       await postBotApi(srv.url, own.token, { events: [serverEvent({ eventName: 'after_burst' })] });
       await expect.poll(() => rows.first().getByTestId('watch-name').textContent()).toBe('after_burst');
@@ -653,7 +775,9 @@ describe('admin page', () => {
 
       // At phone width the table stays inside the page.
       await page.setViewportSize({ width: 390, height: 844 });
-      expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+      expect(
+        await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth'),
+      ).toBe(true);
       await page.setViewportSize({ width: 1280, height: 900 });
 
       // Switched off: the socket closes, the table stays; on again: a new socket.
@@ -666,7 +790,9 @@ describe('admin page', () => {
       expect(sockets).toHaveLength(2);
 
       // Another project: the socket closes and nothing of this one stays.
-      await page.locator(`[data-testid="project-row"][data-project-id="${other.projectId}"] [data-testid="project-select"]`).click();
+      await page
+        .locator(`[data-testid="project-row"][data-project-id="${other.projectId}"] [data-testid="project-select"]`)
+        .click();
       await expect.poll(() => byTestId('project-id').textContent()).toBe(`project ${other.projectId}`);
       await expect.poll(liveViewers).toBe(0);
       expect(await toggle.isChecked()).toBe(false);

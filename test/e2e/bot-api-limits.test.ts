@@ -9,7 +9,11 @@ const TTL_MS = 300;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { RATE_LIMIT_BURST: '3', RATE_LIMIT_PER_MIN: '60', AUTH_CACHE_TTL_MS: String(TTL_MS) });
+  srv = await startServer(db.url, {
+    RATE_LIMIT_BURST: '3',
+    RATE_LIMIT_PER_MIN: '60',
+    AUTH_CACHE_TTL_MS: String(TTL_MS),
+  });
 });
 afterAll(async () => {
   await srv?.stop();
@@ -24,7 +28,9 @@ describe('bot_api: rate limit', () => {
     const sends = Array.from({ length: 4 }, () => postBotApi(srv.url, p.token, { events: [serverEvent()] }));
     // Sent as soon as the 429 is in, for the same reason: checked before the body is even read, an
     // invalid body over the limit is still a 429.
-    const refused = await Promise.any(sends.map((s) => s.then((a) => (a.status === 429 ? a : Promise.reject(new Error(String(a.status))))))).catch(() => null);
+    const refused = await Promise.any(
+      sends.map((s) => s.then((a) => (a.status === 429 ? a : Promise.reject(new Error(String(a.status)))))),
+    ).catch(() => null);
     const invalid = refused === null ? null : await postBotApi(srv.url, p.token, 'not json');
     const answers = await Promise.all(sends);
     expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 202, 429]);
@@ -62,7 +68,8 @@ describe('bot_api: database trouble', () => {
   it('503 when the commit fails, and the retried request is then stored once', async () => {
     const p = await provision(srv.url);
     const name = new URL(db.url).pathname.slice(1);
-    const dropWriters = () => db.sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'tg-ingest writer%'`;
+    const dropWriters = () =>
+      db.sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'tg-ingest writer%'`;
     const events = [serverEvent(), serverEvent(), serverEvent()];
     expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
     // As after a failover to a read-only server: the writer's connections come back unable to write.
@@ -73,7 +80,8 @@ describe('bot_api: database trouble', () => {
       expect(r.status).toBe(503);
       expect(r.body.error).toBe('unavailable');
       expect(r.headers.get('retry-after')).toBe('1');
-      const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+      const [{ n }] =
+        await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
       expect(n).toBe(0);
     } finally {
       await db.sql.unsafe(`ALTER DATABASE ${name} RESET default_transaction_read_only`);
@@ -85,7 +93,8 @@ describe('bot_api: database trouble', () => {
     expect(retry.body.accepted).toBe(3);
     const again = await postBotApi(srv.url, p.token, { events });
     expect(again.body.accepted).toBe(3);
-    const [{ n }] = await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
+    const [{ n }] =
+      await db.sql`SELECT count(*)::int AS n FROM events WHERE event_id = ANY(${events.map((e) => e.eventId)}::uuid[])`;
     expect(n).toBe(3);
   });
 });

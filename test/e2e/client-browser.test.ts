@@ -35,7 +35,16 @@ beforeAll(async () => {
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -57,7 +66,8 @@ async function openMiniApp(page?: Page): Promise<Page> {
   tab.setDefaultTimeout(10_000);
   tab.on('pageerror', (err) => pageProblems.push(`pageerror: ${err.message}`));
   tab.on('console', (msg) => {
-    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) pageProblems.push(`console: ${msg.text()}`);
+    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource'))
+      pageProblems.push(`console: ${msg.text()}`);
   });
   await tab.goto(`${statics.url}/`);
   await tab.waitForFunction('window.harness !== undefined');
@@ -66,18 +76,28 @@ async function openMiniApp(page?: Page): Promise<Page> {
 
 /** Calls window.harness[name](...args) in the page. */
 function harness<T>(page: Page, name: string, ...args: unknown[]): Promise<T> {
-  return page.evaluate(([n, a]) => (globalThis as any).harness[n as string](...(a as unknown[])), [name, args] as const) as Promise<T>;
+  return page.evaluate(([n, a]) => (globalThis as any).harness[n as string](...(a as unknown[])), [
+    name,
+    args,
+  ] as const) as Promise<T>;
 }
 
 async function storedCount(ids: string[]): Promise<{ rows: number; distinct: number }> {
-  const [r] = await db.sql`SELECT count(*)::int AS rows, count(DISTINCT event_id)::int AS distinct FROM events WHERE event_id = ANY(${ids}::uuid[])`;
+  const [r] =
+    await db.sql`SELECT count(*)::int AS rows, count(DISTINCT event_id)::int AS distinct FROM events WHERE event_id = ANY(${ids}::uuid[])`;
   return { rows: r!.rows, distinct: r!.distinct };
 }
 
 describe('client in a browser (webapp endpoint)', () => {
   it('loses nothing when the mini-app closes: beacons on pagehide, the next session sends what is stored, each event stored once', async () => {
     const key = `tg-ingest:outbox:${p.botId}`;
-    const options = { baseUrl: srv.url, botId: p.botId, maxBatchEvents: 100, maxConcurrentRequests: 1, flushIntervalMs: 600_000 };
+    const options = {
+      baseUrl: srv.url,
+      botId: p.botId,
+      maxBatchEvents: 100,
+      maxConcurrentRequests: 1,
+      flushIntervalMs: 600_000,
+    };
     // Big enough that the 150 queued events do not all fit in the 64 KiB a closing page may beacon.
     const text = 'lorem ipsum dolor sit amet '.repeat(15);
 
@@ -99,7 +119,9 @@ describe('client in a browser (webapp endpoint)', () => {
     // A full batch waiting for the request slot and a partial one waiting for flushIntervalMs.
     const queued = await harness<Sent[]>(first, 'track', 150, text);
     expect(await harness<number>(first, 'pending')).toBe(250);
-    const stored = JSON.parse((await harness<string | null>(first, 'stored', key))!) as { events: { u: string; e: Sent }[] };
+    const stored = JSON.parse((await harness<string | null>(first, 'stored', key))!) as {
+      events: { u: string; e: Sent }[];
+    };
     expect(stored.events.map((x) => x.e.eventId)).toEqual([...inFlight, ...queued].map((e) => e.eventId));
     expect(new Set(stored.events.map((x) => x.u))).toEqual(new Set([String(USER)]));
     expect(await storedCount(queued.map((e) => e.eventId))).toEqual({ rows: 0, distinct: 0 });
@@ -108,15 +130,22 @@ describe('client in a browser (webapp endpoint)', () => {
     const closed = first.waitForEvent('close');
     await first.close({ runBeforeUnload: true });
     await closed;
-    await expect.poll(async () => (await storedCount(queued.map((e) => e.eventId))).rows, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(async () => (await storedCount(queued.map((e) => e.eventId))).rows, { timeout: 10_000 })
+      .toBeGreaterThan(0);
     // Let the beacons all land, then count what they carried.
     let beaconed = -1;
-    await expect.poll(async () => {
-      const now = (await storedCount(queued.map((e) => e.eventId))).rows;
-      const stable = now === beaconed;
-      beaconed = now;
-      return stable;
-    }, { timeout: 10_000, interval: 300 }).toBe(true);
+    await expect
+      .poll(
+        async () => {
+          const now = (await storedCount(queued.map((e) => e.eventId))).rows;
+          const stable = now === beaconed;
+          beaconed = now;
+          return stable;
+        },
+        { timeout: 10_000, interval: 300 },
+      )
+      .toBe(true);
     expect(beaconed).toBeGreaterThan(0);
     expect(beaconed).toBeLessThan(150);
 
@@ -124,7 +153,11 @@ describe('client in a browser (webapp endpoint)', () => {
     const second = await openMiniApp();
     const before = JSON.parse((await harness<string | null>(second, 'stored', key))!) as { events: { e: Sent }[] };
     expect(before.events.map((x) => x.e.eventId)).toEqual([...inFlight, ...queued].map((e) => e.eventId));
-    const initData2 = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: USER, first_name: 'Ada' }, authDate: Math.floor(Date.now() / 1000) + 1 });
+    const initData2 = makeInitData(signer, {
+      messengerBotId: p.messengerBotId,
+      user: { id: USER, first_name: 'Ada' },
+      authDate: Math.floor(Date.now() / 1000) + 1,
+    });
     expect(initData2).not.toBe(initData1);
     expect(await harness<number>(second, 'start', { ...options, initData: initData2 })).toBe(250);
     expect(await harness(second, 'flush')).toEqual({ accepted: 250, rejected: 0, failed: 0 });
@@ -134,7 +167,8 @@ describe('client in a browser (webapp endpoint)', () => {
     // Every tracked event exactly once, with the id and date it was tracked with, for the initData user.
     const all = [...settled, ...inFlight, ...queued];
     expect(await storedCount(all.map((e) => e.eventId))).toEqual({ rows: 350, distinct: 350 });
-    const rows = await db.sql`SELECT event_id, event_date, platform_user_id, channel FROM events WHERE event_id = ANY(${all.map((e) => e.eventId)}::uuid[])`;
+    const rows =
+      await db.sql`SELECT event_id, event_date, platform_user_id, channel FROM events WHERE event_id = ANY(${all.map((e) => e.eventId)}::uuid[])`;
     const byId = new Map(rows.map((r) => [r.event_id as string, r]));
     for (const e of all) {
       const r = byId.get(e.eventId)!;

@@ -2,7 +2,13 @@
 // in the client's callbacks and reports.
 import { freePort } from '../../src/db/embedded.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BotApiEventInput, createClient, type Diagnostic, IngestError, type Stamped } from '../../client/src/index.js';
+import {
+  type BotApiEventInput,
+  createClient,
+  type Diagnostic,
+  IngestError,
+  type Stamped,
+} from '../../client/src/index.js';
 import { provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -25,11 +31,16 @@ afterAll(async () => {
 });
 
 const ev = (over: Partial<BotApiEventInput> = {}): BotApiEventInput => ({
-  eventName: 'message_received', eventType: 'message', eventOrigin: 'custom', platformUserId: '1001', ...over,
+  eventName: 'message_received',
+  eventType: 'message',
+  eventOrigin: 'custom',
+  platformUserId: '1001',
+  ...over,
 });
 
 async function stored(ids: string[]): Promise<{ rows: number; distinct: number }> {
-  const [r] = await db.sql`SELECT count(*)::int AS rows, count(DISTINCT event_id)::int AS distinct FROM events WHERE event_id = ANY(${ids}::uuid[])`;
+  const [r] =
+    await db.sql`SELECT count(*)::int AS rows, count(DISTINCT event_id)::int AS distinct FROM events WHERE event_id = ANY(${ids}::uuid[])`;
   return { rows: r!.rows, distinct: r!.distinct };
 }
 
@@ -77,7 +88,7 @@ describe('batching', () => {
     expect(await client.close()).toMatchObject({ accepted: 3, requests: 1 });
   });
 
-  it('fills eventId and eventDate, keeps the caller\'s own', async () => {
+  it("fills eventId and eventDate, keeps the caller's own", async () => {
     const client = createClient({ baseUrl: srv.url, apiKey: p.token });
     const own = { eventId: crypto.randomUUID(), eventDate: '2026-01-31T12:00:00Z' };
     const a = client.track(ev(own));
@@ -86,9 +97,11 @@ describe('batching', () => {
     expect(b.eventId).toMatch(/^[0-9a-f-]{36}$/);
     expect(b.eventDate).toBe('2026-02-01T00:00:00.000Z');
     await client.close();
-    const rows = await db.sql`SELECT event_id, event_date FROM events WHERE event_id IN (${a.eventId}, ${b.eventId}) ORDER BY event_date`;
+    const rows =
+      await db.sql`SELECT event_id, event_date FROM events WHERE event_id IN (${a.eventId}, ${b.eventId}) ORDER BY event_date`;
     expect(rows.map((r) => [r.event_id, (r.event_date as Date).toISOString()])).toEqual([
-      [a.eventId, '2026-01-31T12:00:00.000Z'], [b.eventId, '2026-02-01T00:00:00.000Z'],
+      [a.eventId, '2026-01-31T12:00:00.000Z'],
+      [b.eventId, '2026-02-01T00:00:00.000Z'],
     ]);
   });
 
@@ -102,7 +115,7 @@ describe('batching', () => {
     expect(await client.close()).toMatchObject({ accepted: 1, failed: 0 });
     expect(sent).toHaveLength(2);
     expect(sent[0]!.encoding).toBe('gzip');
-    expect(sent[0]!.bytes).toBeLessThan(500 * text.length / 10);
+    expect(sent[0]!.bytes).toBeLessThan((500 * text.length) / 10);
     expect(sent[1]!.encoding).toBeNull();
     expect(await stored([...ids, small])).toEqual({ rows: 501, distinct: 501 });
     const [row] = await db.sql`SELECT text, props_long FROM events WHERE event_id = ${ids[499]!}`;
@@ -115,7 +128,8 @@ describe('what the server refuses', () => {
     const rejected: { events: Stamped<BotApiEventInput>[]; diagnostics: Diagnostic[] }[] = [];
     const warned: { events: Stamped<BotApiEventInput>[]; diagnostics: Diagnostic[] }[] = [];
     const client = createClient({
-      baseUrl: srv.url, apiKey: p.token,
+      baseUrl: srv.url,
+      apiKey: p.token,
       onRejected: (events, diagnostics) => rejected.push({ events, diagnostics }),
       onWarnings: (events, diagnostics) => warned.push({ events, diagnostics }),
     });
@@ -127,20 +141,35 @@ describe('what the server refuses', () => {
     expect(report).toMatchObject({ accepted: 2, rejected: 2, failed: 0, warnings: 1, rejectedEvents: [] });
     expect(rejected).toHaveLength(1);
     expect(rejected[0]!.events.map((e) => e.eventId).sort()).toEqual([badUser.eventId, noName.eventId].sort());
-    expect(rejected[0]!.diagnostics.map((d) => [d.event_id, d.code, d.severity]).sort()).toEqual([
-      [badUser.eventId, 'platform_user_id_invalid', 'error'], [noName.eventId, 'event_missing_identity', 'error'],
-    ].sort());
-    expect(warned).toEqual([{ events: [oddType], diagnostics: [expect.objectContaining({ event_id: oddType.eventId, code: 'event_type_unknown' })] }]);
-    expect(await stored([good.eventId, badUser.eventId, noName.eventId, oddType.eventId])).toEqual({ rows: 2, distinct: 2 });
+    expect(rejected[0]!.diagnostics.map((d) => [d.event_id, d.code, d.severity]).sort()).toEqual(
+      [
+        [badUser.eventId, 'platform_user_id_invalid', 'error'],
+        [noName.eventId, 'event_missing_identity', 'error'],
+      ].sort(),
+    );
+    expect(warned).toEqual([
+      {
+        events: [oddType],
+        diagnostics: [expect.objectContaining({ event_id: oddType.eventId, code: 'event_type_unknown' })],
+      },
+    ]);
+    expect(await stored([good.eventId, badUser.eventId, noName.eventId, oddType.eventId])).toEqual({
+      rows: 2,
+      distinct: 2,
+    });
   });
 
   it('names every rejection even when the server cut its diagnostics at 100', async () => {
     const rejected: Stamped<BotApiEventInput>[] = [];
     const codes: string[] = [];
-    const client = createClient({ baseUrl: srv.url, apiKey: p.token, onRejected: (events, diagnostics) => {
-      rejected.push(...events);
-      codes.push(...diagnostics.map((d) => d.code));
-    } });
+    const client = createClient({
+      baseUrl: srv.url,
+      apiKey: p.token,
+      onRejected: (events, diagnostics) => {
+        rejected.push(...events);
+        codes.push(...diagnostics.map((d) => d.code));
+      },
+    });
     const warned = Array.from({ length: 120 }, () => client.track(ev({ eventType: 'weird' })).eventId);
     const bad = Array.from({ length: 3 }, () => client.track(ev({ platformUserId: 'x' })).eventId);
     const report = await client.close();
@@ -155,25 +184,42 @@ describe('what the server refuses', () => {
     const bad = client.track(ev({ eventDate: 'yesterday' }));
     const report = await client.close();
     expect(report).toMatchObject({ accepted: 0, rejected: 1, failed: 0 });
-    expect(report.rejectedEvents).toEqual([{ event: bad, diagnostics: [expect.objectContaining({ code: 'event_date_invalid', severity: 'error' })] }]);
+    expect(report.rejectedEvents).toEqual([
+      { event: bad, diagnostics: [expect.objectContaining({ code: 'event_date_invalid', severity: 'error' })] },
+    ]);
   });
 
   it('reports a 401 to onFailed after one attempt, and nothing is stored', async () => {
     const failed: { events: Stamped<BotApiEventInput>[]; error: Error }[] = [];
-    const client = createClient({ baseUrl: srv.url, apiKey: 'not-a-token', onFailed: (events, error) => failed.push({ events, error }) });
+    const client = createClient({
+      baseUrl: srv.url,
+      apiKey: 'not-a-token',
+      onFailed: (events, error) => failed.push({ events, error }),
+    });
     const ids = [client.track(ev()).eventId, client.track(ev()).eventId];
     const report = await client.close();
     expect(report).toMatchObject({ accepted: 0, failed: 2, requests: 1, retries: 0, failedEvents: [] });
     expect(failed).toHaveLength(1);
     expect(failed[0]!.events.map((e) => e.eventId)).toEqual(ids);
     expect(failed[0]!.error).toBeInstanceOf(IngestError);
-    expect(failed[0]!.error).toMatchObject({ status: 401, code: 'api_key_invalid', attempts: 1, retriesExhausted: false });
+    expect(failed[0]!.error).toMatchObject({
+      status: 401,
+      code: 'api_key_invalid',
+      attempts: 1,
+      retriesExhausted: false,
+    });
     expect((await stored(ids)).rows).toBe(0);
   });
 
   it('bounds the queue: beyond maxQueueEvents track() reports to onFailed, or throws without it', async () => {
     const failed: string[] = [];
-    const client = createClient({ baseUrl: srv.url, apiKey: p.token, maxQueueEvents: 3, flushIntervalMs: 60_000, onFailed: (_, e) => failed.push((e as IngestError).code) });
+    const client = createClient({
+      baseUrl: srv.url,
+      apiKey: p.token,
+      maxQueueEvents: 3,
+      flushIntervalMs: 60_000,
+      onFailed: (_, e) => failed.push((e as IngestError).code),
+    });
     const ids = Array.from({ length: 5 }, () => client.track(ev()).eventId);
     expect(failed).toEqual(['queue_full', 'queue_full']);
     expect(await client.close()).toMatchObject({ accepted: 3, failed: 2 });
@@ -192,7 +238,8 @@ describe('what the server refuses', () => {
     client.setBot({ name: 'Shop bot' });
     client.track(ev({ platformUserId: '5005' }));
     expect(await client.close()).toMatchObject({ accepted: 1, warnings: 0 });
-    const users = await db.sql`SELECT username, first_name FROM users WHERE project_id = ${p.projectId} AND messenger_user_id = 5005`;
+    const users =
+      await db.sql`SELECT username, first_name FROM users WHERE project_id = ${p.projectId} AND messenger_user_id = 5005`;
     expect(users).toEqual([{ username: 'bob', first_name: 'Bob' }]);
     const [bot] = await db.sql`SELECT name FROM bots WHERE bot_id = ${p.botId}`;
     expect(bot).toEqual({ name: 'Shop bot' });
@@ -203,7 +250,8 @@ describe('webapp endpoint', () => {
   it('stores events for the initData user on the webapp channel', async () => {
     let calls = 0;
     const client = createClient({
-      baseUrl: srv.url, botId: p.botId,
+      baseUrl: srv.url,
+      botId: p.botId,
       initData: () => {
         calls++;
         return makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 777001, first_name: 'Ada' } });
@@ -213,9 +261,16 @@ describe('webapp endpoint', () => {
     const b = client.track({ eventName: 'open', eventType: 'platform' });
     expect(await client.close()).toMatchObject({ accepted: 2, rejected: 0, failed: 0 });
     expect(calls).toBe(1);
-    const rows = await db.sql`SELECT event_id, event_name, platform_user_id, channel, origin FROM events WHERE event_id IN (${a.eventId}, ${b.eventId}) ORDER BY event_name`;
+    const rows =
+      await db.sql`SELECT event_id, event_name, platform_user_id, channel, origin FROM events WHERE event_id IN (${a.eventId}, ${b.eventId}) ORDER BY event_name`;
     expect(rows).toEqual([
-      { event_id: a.eventId, event_name: 'button_click', platform_user_id: '777001', channel: 'webapp', origin: 'custom' },
+      {
+        event_id: a.eventId,
+        event_name: 'button_click',
+        platform_user_id: '777001',
+        channel: 'webapp',
+        origin: 'custom',
+      },
       { event_id: b.eventId, event_name: 'open', platform_user_id: '777001', channel: 'webapp', origin: 'custom' },
     ]);
   });
@@ -235,7 +290,13 @@ describe('retries', () => {
     try {
       const own = await provision(limited.url);
       // A tiny backoff base: only honouring Retry-After (1 s) gets past the bucket with one retry.
-      const client = createClient({ baseUrl: limited.url, apiKey: own.token, maxBatchEvents: 10, retryBaseMs: 1, retryMaxMs: 2 });
+      const client = createClient({
+        baseUrl: limited.url,
+        apiKey: own.token,
+        maxBatchEvents: 10,
+        retryBaseMs: 1,
+        retryMaxMs: 2,
+      });
       const t0 = Date.now();
       const ids = Array.from({ length: 20 }, () => client.track(ev()).eventId);
       const report = await client.close();
@@ -254,8 +315,14 @@ describe('retries', () => {
       const own = await provision(first.url);
       const failed: Error[] = [];
       const client = createClient({
-        baseUrl: first.url, apiKey: own.token, maxBatchEvents: 100, flushIntervalMs: 50,
-        retryBaseMs: 50, retryMaxMs: 400, maxRetries: 100, requestTimeoutMs: 5000,
+        baseUrl: first.url,
+        apiKey: own.token,
+        maxBatchEvents: 100,
+        flushIntervalMs: 50,
+        retryBaseMs: 50,
+        retryMaxMs: 400,
+        maxRetries: 100,
+        requestTimeoutMs: 5000,
         onFailed: (_, e) => failed.push(e),
       });
       // Twenty batches, two in flight at a time; the kill lands once the first are committed, so

@@ -47,9 +47,23 @@ const unknownToken = () => tags.issue();
 /** A key of the right shape without the deployment's tag: refused from memory. */
 const madeUpToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
 const postBotApi = (token: string, from: string): Promise<Res> =>
-  call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': token, 'x-forwarded-for': `203.0.113.9, ${from}` }, body: { events: [serverEvent()] } });
+  call(`${srv.url}/tg`, {
+    method: 'POST',
+    headers: { 'x-api-key': token, 'x-forwarded-for': `203.0.113.9, ${from}` },
+    body: { events: [serverEvent()] },
+  });
 const postWebapp = (botId: string, initData: string, from: string): Promise<Res> =>
-  call(`${srv.url}/tg/webapp`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { botId, auth: { initData }, events: [{ eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' }] } });
+  call(`${srv.url}/tg/webapp`, {
+    method: 'POST',
+    headers: { 'x-forwarded-for': from },
+    body: {
+      botId,
+      auth: { initData },
+      events: [
+        { eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' },
+      ],
+    },
+  });
 
 /** While the token table is away, anything that still answers did not ask the database. */
 async function withoutTokenTable<T>(fn: () => Promise<T>): Promise<T> {
@@ -66,7 +80,13 @@ describe('bot_api keys', () => {
     const unknown = unknownToken();
     expect((await postBotApi(unknown, address())).status).toBe(401);
     await withoutTokenTable(async () => {
-      for (const bad of ['tgk_short', `tgk_${'a'.repeat(44)}`, 'Bearer xyz', `tgk_${randomBytes(32).toString('base64')}`, madeUpToken()]) {
+      for (const bad of [
+        'tgk_short',
+        `tgk_${'a'.repeat(44)}`,
+        'Bearer xyz',
+        `tgk_${randomBytes(32).toString('base64')}`,
+        madeUpToken(),
+      ]) {
         const r = await postBotApi(bad, address());
         expect([r.status, r.body.error]).toEqual([401, 'api_key_invalid']);
       }
@@ -110,10 +130,18 @@ describe('bot_api keys', () => {
       await postBotApi(unknown, from),
       await postBotApi(madeUpToken(), from),
       await postBotApi('Bearer xyz', from),
-      await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-forwarded-for': from }, body: { events: [serverEvent()] } }),
+      await call(`${srv.url}/tg`, {
+        method: 'POST',
+        headers: { 'x-forwarded-for': from },
+        body: { events: [serverEvent()] },
+      }),
     ];
     expect(refusals.map((r) => [r.status, r.body.error])).toEqual([
-      [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_invalid'], [401, 'api_key_missing'],
+      [401, 'api_key_invalid'],
+      [401, 'api_key_invalid'],
+      [401, 'api_key_invalid'],
+      [401, 'api_key_invalid'],
+      [401, 'api_key_missing'],
     ]);
     // The budget of 5 is spent by them, so a flood of garbage keys is slowed like one of unknown keys.
     const limited = await postBotApi(unknown, from);
@@ -123,7 +151,11 @@ describe('bot_api keys', () => {
 
   it('holds the budget when unknown keys arrive all at once: 5 lookups, then 429', async () => {
     const from = address();
-    const lookups = async () => metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
+    const lookups = async () =>
+      metric(
+        (await admin(srv.url, 'GET', '/metrics')).text,
+        'tg_ingest_cache_requests_total{cache="token",result="miss"}',
+      );
     const before = await lookups();
     const answers = await Promise.all(Array.from({ length: 30 }, () => postBotApi(unknownToken(), from)));
     expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
@@ -168,8 +200,13 @@ describe('bot_api keys', () => {
       await own.sql`INSERT INTO api_tokens (bot_id, token_hash, hint) VALUES (${q.botId}, ${hashToken(legacy)}, ${legacy.slice(0, 8)})`;
       second = await startServer(own.url, { AUTH_CACHE_TTL_MS: '200' });
       const srv2 = second;
-      const post = (token: string) => call(`${srv2.url}/tg`, { method: 'POST', headers: { 'x-api-key': token }, body: { events: [serverEvent()] } });
-      const lookups = async () => metric((await admin(srv2.url, 'GET', '/metrics')).text, 'tg_ingest_cache_requests_total{cache="token",result="miss"}');
+      const post = (token: string) =>
+        call(`${srv2.url}/tg`, { method: 'POST', headers: { 'x-api-key': token }, body: { events: [serverEvent()] } });
+      const lookups = async () =>
+        metric(
+          (await admin(srv2.url, 'GET', '/metrics')).text,
+          'tg_ingest_cache_requests_total{cache="token",result="miss"}',
+        );
       expect((await post(legacy)).status).toBe(202);
       let before = await lookups();
       expect((await post(madeUpToken())).status).toBe(401);
@@ -196,10 +233,21 @@ describe('bot_api keys', () => {
   });
 
   it('holds at most AUTH_RATE_LIMITED_HELD_MAX answers, and sends the held ones when it shuts down', async () => {
-    const held = await startServer(db.url, { TRUST_PROXY: '1', AUTH_FAILURE_BURST: '1', AUTH_FAILURE_REFILL_PER_S: '0.001', AUTH_RATE_LIMITED_DELAY_MS: '10000', AUTH_RATE_LIMITED_HELD_MAX: '1' });
+    const held = await startServer(db.url, {
+      TRUST_PROXY: '1',
+      AUTH_FAILURE_BURST: '1',
+      AUTH_FAILURE_REFILL_PER_S: '0.001',
+      AUTH_RATE_LIMITED_DELAY_MS: '10000',
+      AUTH_RATE_LIMITED_HELD_MAX: '1',
+    });
     let stopped = false;
     try {
-      const post = () => call(`${held.url}/tg`, { method: 'POST', headers: { 'x-api-key': unknownToken(), 'x-forwarded-for': '10.99.0.1' }, body: { events: [serverEvent()] } });
+      const post = () =>
+        call(`${held.url}/tg`, {
+          method: 'POST',
+          headers: { 'x-api-key': unknownToken(), 'x-forwarded-for': '10.99.0.1' },
+          body: { events: [serverEvent()] },
+        });
       expect((await post()).status).toBe(401);
       const answered: Res[] = [];
       const three = Array.from({ length: 3 }, () => post().then((r) => answered.push(r)));
@@ -210,7 +258,9 @@ describe('bot_api keys', () => {
       await held.stop();
       stopped = true;
       await Promise.all(three);
-      expect(answered.map((r) => [r.status, r.body.error])).toEqual(Array.from({ length: 3 }, () => [429, 'auth_rate_limited']));
+      expect(answered.map((r) => [r.status, r.body.error])).toEqual(
+        Array.from({ length: 3 }, () => [429, 'auth_rate_limited']),
+      );
     } finally {
       if (!stopped) await held.stop();
     }
@@ -252,35 +302,66 @@ describe('webapp bot ids and initData', () => {
     const forged = () => makeInitData(forger, { messengerBotId: own.messengerBotId, user });
 
     const from = address();
-    for (let i = 0; i < 5; i++) expect((await postWebapp(own.botId, forged(), from)).body.error).toBe('initdata_signature_invalid');
+    for (let i = 0; i < 5; i++)
+      expect((await postWebapp(own.botId, forged(), from)).body.error).toBe('initdata_signature_invalid');
     const byAddress = await postWebapp(own.botId, forged(), from);
     expect([byAddress.status, byAddress.body.error]).toEqual([429, 'auth_rate_limited']);
     expect((await postWebapp(own.botId, verified, from)).status).toBe(202);
 
     // Three more failures from fresh addresses spend the bot's budget of 8.
-    for (let i = 0; i < 3; i++) expect((await postWebapp(own.botId, forged(), address())).body.error).toBe('initdata_signature_invalid');
+    for (let i = 0; i < 3; i++)
+      expect((await postWebapp(own.botId, forged(), address())).body.error).toBe('initdata_signature_invalid');
     const byBot = await postWebapp(own.botId, forged(), address());
     expect([byBot.status, byBot.body.error]).toEqual([429, 'auth_rate_limited']);
     // A session verified before is served from any address; one never seen is checked in the
     // low-priority lane past the budget, and served: no budget refuses a signature that verifies.
     expect((await postWebapp(own.botId, verified, address())).status).toBe(202);
-    expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6262 } }), address())).status).toBe(202);
-    expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6363 } }), from)).status).toBe(202);
+    expect(
+      (
+        await postWebapp(
+          own.botId,
+          makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6262 } }),
+          address(),
+        )
+      ).status,
+    ).toBe(202);
+    expect(
+      (
+        await postWebapp(
+          own.botId,
+          makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 6363 } }),
+          from,
+        )
+      ).status,
+    ).toBe(202);
     // Other bots are untouched.
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 7373 } });
     expect((await postWebapp(p.botId, initData, address())).status).toBe(202);
   });
 
-  it('holds the bot\'s budget when forged initData arrives all at once from many addresses: 8 checks, then the low-priority lane and 429', async () => {
+  it("holds the bot's budget when forged initData arrives all at once from many addresses: 8 checks, then the low-priority lane and 429", async () => {
     const own = await provision(srv.url);
     const user = { id: 8484, first_name: 'Real' };
     const scrape = async () => (await admin(srv.url, 'GET', '/metrics')).text;
     const normal = (t: string) => metric(t, 'tg_ingest_pipeline_tasks_total{kind="verify",where="pool"}');
     const low = (t: string) => metric(t, 'tg_ingest_pipeline_tasks_total{kind="verify_low_priority",where="pool"}');
     // Sessions verified for real are refunded: ten of them spend nothing of the bot's budget.
-    for (let i = 0; i < 10; i++) expect((await postWebapp(own.botId, makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 9000 + i } }), address())).status).toBe(202);
+    for (let i = 0; i < 10; i++)
+      expect(
+        (
+          await postWebapp(
+            own.botId,
+            makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 9000 + i } }),
+            address(),
+          )
+        ).status,
+      ).toBe(202);
     const before = await scrape();
-    const answers = await Promise.all(Array.from({ length: 40 }, () => postWebapp(own.botId, makeInitData(forger, { messengerBotId: own.messengerBotId, user }), address())));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        postWebapp(own.botId, makeInitData(forger, { messengerBotId: own.messengerBotId, user }), address()),
+      ),
+    );
     expect(answers.filter((r) => r.body.error === 'initdata_signature_invalid')).toHaveLength(8);
     expect(answers.filter((r) => r.status === 429 && r.body.error === 'auth_rate_limited')).toHaveLength(32);
     const after = await scrape();

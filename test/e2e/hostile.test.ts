@@ -26,10 +26,20 @@ afterAll(async () => {
 type Endpoint = 'bot_api' | 'webapp';
 const send = (ep: Endpoint, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Res> =>
   ep === 'bot_api'
-    ? call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': p.token, 'content-type': 'application/json', ...headers }, body })
-    : call(`${srv.url}/tg/webapp`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    ? call(`${srv.url}/tg`, {
+        method: 'POST',
+        headers: { 'x-api-key': p.token, 'content-type': 'application/json', ...headers },
+        body,
+      })
+    : call(`${srv.url}/tg/webapp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
 const wrap = (ep: Endpoint, eventsJson: string) =>
-  ep === 'bot_api' ? `{"events":${eventsJson}}` : `{"botId":"${p.botId}","auth":{"initData":${JSON.stringify(makeInitData(signer, { messengerBotId: p.messengerBotId }))}},"events":${eventsJson}}`;
+  ep === 'bot_api'
+    ? `{"events":${eventsJson}}`
+    : `{"botId":"${p.botId}","auth":{"initData":${JSON.stringify(makeInitData(signer, { messengerBotId: p.messengerBotId }))}},"events":${eventsJson}}`;
 const eventJson = (ep: Endpoint, extra = '') => {
   const e = serverEvent();
   if (ep === 'webapp') {
@@ -61,7 +71,11 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
 
   it('invalid UTF-8 → 400 invalid_utf8', async () => {
     const { json } = eventJson(ep);
-    const bytes = Buffer.concat([Buffer.from(wrap(ep, `[${json.slice(0, -1)},"text":"`)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}]}')]);
+    const bytes = Buffer.concat([
+      Buffer.from(wrap(ep, `[${json.slice(0, -1)},"text":"`)),
+      Buffer.from([0xff, 0xfe, 0xc3]),
+      Buffer.from('"}]}'),
+    ]);
     const r = await send(ep, bytes);
     expect(r.status).toBe(400);
     expect(r.body.error).toBe('invalid_utf8');
@@ -89,24 +103,36 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
   });
 
   it('long strings are truncated with a warning; a long key is refused with a short path', async () => {
-    // As long as each endpoint's body limit allows: 10 MB on bot_api, 300 KB on webapp (WEBAPP_MAX_BODY_BYTES is 1 MiB).
+    // As long as each endpoint's body limit allows: 10 MB on bot_api, 300 KB on webapp (WEBAPP_MAX_BODY_BYTES is 1
+    // MiB).
     const big = 'x'.repeat(ep === 'bot_api' ? 10 * 1024 * 1024 : 300 * 1024);
     const { id, json } = eventJson(ep, `,"text":"${big}","propsString":{"v":"${big}","${big}":"k"}`);
     const r = await send(ep, wrap(ep, `[${json}]`));
     expect(r.status).toBe(202);
-    expect(r.body.diagnostics.map((d: { code: string }) => d.code).sort()).toEqual(['prop_key_invalid', 'prop_value_truncated', 'text_truncated']);
+    expect(r.body.diagnostics.map((d: { code: string }) => d.code).sort()).toEqual([
+      'prop_key_invalid',
+      'prop_value_truncated',
+      'text_truncated',
+    ]);
     const keyDiag = r.body.diagnostics.find((d: { code: string }) => d.code === 'prop_key_invalid');
     expect(keyDiag.path.length).toBeLessThan(100);
-    const [row] = await db.sql`SELECT length(text) AS t, length(props_string->>'v') AS v FROM events WHERE event_id = ${id}`;
+    const [row] =
+      await db.sql`SELECT length(text) AS t, length(props_string->>'v') AS v FROM events WHERE event_id = ${id}`;
     expect(row).toEqual({ t: 4096, v: 4096 });
     await healthy();
   });
 
   it('numbers beyond 2^53 are refused per property, never rounded into storage', async () => {
-    const { id, json } = eventJson(ep, ',"propsLong":{"big":18446744073709551616,"edge":9007199254740993,"ok":9007199254740991}');
+    const { id, json } = eventJson(
+      ep,
+      ',"propsLong":{"big":18446744073709551616,"edge":9007199254740993,"ok":9007199254740991}',
+    );
     const r = await send(ep, wrap(ep, `[${json}]`));
     expect(r.status).toBe(202);
-    expect(r.body.diagnostics.map((d: { path: string }) => d.path).sort()).toEqual(['props_long.big', 'props_long.edge']);
+    expect(r.body.diagnostics.map((d: { path: string }) => d.path).sort()).toEqual([
+      'props_long.big',
+      'props_long.edge',
+    ]);
     const [row] = await db.sql`SELECT props_long FROM events WHERE event_id = ${id}`;
     expect(row!.props_long).toEqual({ ok: 9007199254740991 });
   });
@@ -121,10 +147,14 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
 
   it('__proto__ and constructor keys in every object pollute nothing', async () => {
     const poison = '"__proto__":{"polluted":true,"platformUserId":"666"},"constructor":{"prototype":{"polluted":true}}';
-    const { id, json } = eventJson(ep, `,${poison},"propsString":{"__proto__":"p","constructor":"c"},"propsBool":{${poison}}`);
-    const body = ep === 'bot_api'
-      ? `{${poison},"events":[${json}],"users":[{"messengerUserId":5,${poison}}],"bot":{${poison},"name":"b"}}`
-      : `{${poison},"botId":"${p.botId}","auth":{${poison},"initData":${JSON.stringify(makeInitData(signer, { messengerBotId: p.messengerBotId }))}},"events":[${json}]}`;
+    const { id, json } = eventJson(
+      ep,
+      `,${poison},"propsString":{"__proto__":"p","constructor":"c"},"propsBool":{${poison}}`,
+    );
+    const body =
+      ep === 'bot_api'
+        ? `{${poison},"events":[${json}],"users":[{"messengerUserId":5,${poison}}],"bot":{${poison},"name":"b"}}`
+        : `{${poison},"botId":"${p.botId}","auth":{${poison},"initData":${JSON.stringify(makeInitData(signer, { messengerBotId: p.messengerBotId }))}},"events":[${json}]}`;
     const r = await send(ep, body);
     expect(r.status, r.text).toBe(202);
     const [row] = await db.sql`SELECT platform_user_id, props_string, props_bool FROM events WHERE event_id = ${id}`;
@@ -142,7 +172,9 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
   it('a gzip bomb → 413, broken gzip → 400, other encodings → 415', async () => {
     // On webapp the envelope is read first (from the inflated body's first 64 KiB): a bomb behind a valid
     // one is 413; one without any is refused for that, before anything more is inflated.
-    const bomb = gzipSync(Buffer.concat([Buffer.from(wrap(ep, '[').slice(0, -1)), Buffer.alloc(40 * 1024 * 1024, 0x20), Buffer.from(']}')]));
+    const bomb = gzipSync(
+      Buffer.concat([Buffer.from(wrap(ep, '[').slice(0, -1)), Buffer.alloc(40 * 1024 * 1024, 0x20), Buffer.from(']}')]),
+    );
     const r = await send(ep, bomb, { 'content-encoding': 'gzip' });
     expect(r.status).toBe(413);
     expect(r.body.error).toBe('payload_too_large');
@@ -156,7 +188,9 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
   });
 
   it('a wrong Content-Type → 415', async () => {
-    const r = await send(ep, wrap(ep, `[${eventJson(ep).json}]`), { 'content-type': 'application/x-www-form-urlencoded' });
+    const r = await send(ep, wrap(ep, `[${eventJson(ep).json}]`), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(r.status).toBe(415);
     expect(r.body.error).toBe('unsupported_media_type');
   });
@@ -167,8 +201,11 @@ describe.each(['bot_api', 'webapp'] as const)('%s', (ep) => {
     expect(r.status).toBe(413);
     expect(r.body.details).toEqual({ maxBytes: limit });
     // Far past the limit, the connection is closed under the client rather than read to the end.
-    const huge = await send(ep, 'x'.repeat(3 * limit)).then((x) => (x.status === 413 ? 413 : `${x.status} ${x.text}`), (err: Error) => err.message);
-    expect([413, "fetch failed"]).toContain(huge);
+    const huge = await send(ep, 'x'.repeat(3 * limit)).then(
+      (x) => (x.status === 413 ? 413 : `${x.status} ${x.text}`),
+      (err: Error) => err.message,
+    );
+    expect([413, 'fetch failed']).toContain(huge);
     await healthy();
   });
 });

@@ -29,7 +29,9 @@ interface Viewer {
 function open(projectId: string, token: string | null): Promise<Viewer> {
   const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/admin/live?projectId=${projectId}`);
   const messages: Record<string, any>[] = [];
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
   return new Promise((resolve, reject) => {
     ws.on('open', () => {
@@ -62,9 +64,24 @@ describe('the live view', () => {
     await new Promise((r) => setTimeout(r, 200));
     const events = v.messages.filter((m) => m.type !== 'ready');
     expect(events).toHaveLength(3);
-    expect(events.map((m) => [m.eventId, m.status])).toEqual([[dup.eventId, 'accepted'], [dup.eventId, 'duplicated'], [bad.eventId, 'rejected']]);
-    expect(events[0]).toMatchObject({ eventName: 'tapped', eventType: 'interaction', channel: 'bot_api', botId: p.botId, receivedAt: expect.any(String), diagnostics: [], event: dup, skipped: 0 });
-    expect(events[2].diagnostics).toEqual([expect.objectContaining({ code: 'event_missing_identity', severity: 'error' })]);
+    expect(events.map((m) => [m.eventId, m.status])).toEqual([
+      [dup.eventId, 'accepted'],
+      [dup.eventId, 'duplicated'],
+      [bad.eventId, 'rejected'],
+    ]);
+    expect(events[0]).toMatchObject({
+      eventName: 'tapped',
+      eventType: 'interaction',
+      channel: 'bot_api',
+      botId: p.botId,
+      receivedAt: expect.any(String),
+      diagnostics: [],
+      event: dup,
+      skipped: 0,
+    });
+    expect(events[2].diagnostics).toEqual([
+      expect.objectContaining({ code: 'event_missing_identity', severity: 'error' }),
+    ]);
     v.ws.close();
   });
 
@@ -95,7 +112,9 @@ describe('the live view', () => {
   it('refuses a viewer without the admin token, and never reads one from the URL', async () => {
     const wrong = await open(p.projectId, 'not-the-token');
     expect((await wrong.closed).code).toBe(4001);
-    const inUrl = new WebSocket(`${srv.url.replace('http', 'ws')}/admin/live?projectId=${p.projectId}&token=${ADMIN_TOKEN}`);
+    const inUrl = new WebSocket(
+      `${srv.url.replace('http', 'ws')}/admin/live?projectId=${p.projectId}&token=${ADMIN_TOKEN}`,
+    );
     const got: string[] = [];
     inUrl.on('message', (d) => got.push(d.toString()));
     await new Promise((r) => inUrl.on('open', r));
@@ -104,7 +123,9 @@ describe('the live view', () => {
     expect(got).toEqual([]);
     inUrl.close();
     const bad = new WebSocket(`${srv.url.replace('http', 'ws')}/admin/live?projectId=nope`);
-    const status = await new Promise<number | undefined>((resolve) => bad.on('unexpected-response', (_req, res) => resolve(res.statusCode)));
+    const status = await new Promise<number | undefined>((resolve) =>
+      bad.on('unexpected-response', (_req, res) => resolve(res.statusCode)),
+    );
     expect(status).toBe(400);
   });
 });

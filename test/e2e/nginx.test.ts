@@ -18,7 +18,13 @@ import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.
 // A burst of 5 and a refill of one a minute: the sixth request of a token within the test is refused.
 /** A key of the right shape that no instance issued. */
 const madeUpToken = () => `tgk_${randomBytes(32).toString('base64url')}`;
-const ENV = { TRUST_PROXY: '1', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_MIN: '1', AUTH_FAILURE_BURST: '2', AUTH_FAILURE_REFILL_PER_S: '0.001' };
+const ENV = {
+  TRUST_PROXY: '1',
+  RATE_LIMIT_BURST: '5',
+  RATE_LIMIT_PER_MIN: '1',
+  AUTH_FAILURE_BURST: '2',
+  AUTH_FAILURE_REFILL_PER_S: '0.001',
+};
 
 let db: TestDatabase;
 let one: RunningServer;
@@ -45,14 +51,36 @@ interface RawRes {
 }
 
 /** One request on a connection of its own, the path sent as written, optionally from another loopback address. */
-function raw(path: string, o: { method?: string; headers?: Record<string, string | number>; body?: string | Buffer; localAddress?: string; endBody?: boolean } = {}): Promise<RawRes> {
+function raw(
+  path: string,
+  o: {
+    method?: string;
+    headers?: Record<string, string | number>;
+    body?: string | Buffer;
+    localAddress?: string;
+    endBody?: boolean;
+  } = {},
+): Promise<RawRes> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: lb.port, path, method: o.method ?? 'GET', headers: o.headers, localAddress: o.localAddress, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: lb.port,
+        path,
+        method: o.method ?? 'GET',
+        headers: o.headers,
+        localAddress: o.localAddress,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString() }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     if (o.endBody === false) {
       // Headers only: the answer comes before the body would.
@@ -65,7 +93,14 @@ function raw(path: string, o: { method?: string; headers?: Record<string, string
 
 async function botApi202(srv: RunningServer): Promise<number> {
   const text = (await admin(srv.url, 'GET', '/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith('tg_ingest_http_requests_total{') && l.includes('endpoint="bot_api"') && l.includes('status="202"'));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('tg_ingest_http_requests_total{') &&
+        l.includes('endpoint="bot_api"') &&
+        l.includes('status="202"'),
+    );
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
@@ -93,7 +128,14 @@ describe('deploy/nginx.conf', () => {
       let conf = NGINX_CONF;
       if (process.getuid?.() !== 0) {
         conf = join(dir, 'nginx.conf');
-        writeFileSync(conf, renderNginxConf(readFileSync(NGINX_CONF, 'utf8'), { instancePorts: [8081, 8082], listenPort: await freePort(), dir }));
+        writeFileSync(
+          conf,
+          renderNginxConf(readFileSync(NGINX_CONF, 'utf8'), {
+            instancePorts: [8081, 8082],
+            listenPort: await freePort(),
+            dir,
+          }),
+        );
       }
       const shipped = checkNginxConf(conf, dir);
       expect(shipped.output).not.toMatch(/\[(emerg|alert|crit|error)\]/);
@@ -153,15 +195,32 @@ describe('through nginx with two instances', () => {
     expect((await admin(lb.url, 'GET', `/admin/projects/${p.projectId}`)).status).toBe(200);
     expect((await call(`${lb.url}/admin/`)).status).toBe(200);
     // The webapp endpoint answers as the service: a CORS preflight, and its own refusal of a bad body.
-    const pre = await raw('/tg/webapp', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+    const pre = await raw('/tg/webapp', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers['access-control-allow-origin']).toBeDefined();
     // (From an address of its own: a refused envelope counts against the sender's failure budget.)
-    const bad = await raw('/messenger/webapp', { method: 'POST', localAddress: '127.0.0.4', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ botId: 'nope', auth: { initData: 'x' }, events: [serverEvent()] }) });
+    const bad = await raw('/messenger/webapp', {
+      method: 'POST',
+      localAddress: '127.0.0.4',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ botId: 'nope', auth: { initData: 'x' }, events: [serverEvent()] }),
+    });
     expect([bad.status, JSON.parse(bad.text).error]).toEqual([400, 'bot_id_invalid']);
     // Each instance serves its metrics; the balancer serves them under no spelling of the path.
     expect((await admin(one.url, 'GET', '/metrics')).text).toContain('tg_ingest_http_requests_total');
-    for (const path of ['/metrics', '/metrics?x=1', '//metrics', '/tg/../metrics', '/admin/../metrics', '/admin/..%2Fmetrics', '/%6Detrics', '/nope']) {
+    for (const path of [
+      '/metrics',
+      '/metrics?x=1',
+      '//metrics',
+      '/tg/../metrics',
+      '/admin/../metrics',
+      '/admin/..%2Fmetrics',
+      '/%6Detrics',
+      '/nope',
+    ]) {
       const r = await raw(path);
       expect(r.status, path).toBe(404);
       expect(r.text, path).not.toContain('tg_ingest_');
@@ -169,13 +228,21 @@ describe('through nginx with two instances', () => {
     expect(JSON.parse((await raw('/metrics')).text)).toEqual({ error: 'not_found', message: 'Not found.' });
   });
 
-  it('takes bodies up to 32 MiB and refuses larger ones with the service\'s 413', async () => {
+  it("takes bodies up to 32 MiB and refuses larger ones with the service's 413", async () => {
     // Exactly the limit reaches an instance, which refuses it for its missing key (not for its size).
-    const atLimit = await raw('/tg', { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.alloc(32 * 1024 * 1024, 0x20) });
+    const atLimit = await raw('/tg', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.alloc(32 * 1024 * 1024, 0x20),
+    });
     expect(atLimit.status).toBe(401);
     expect(JSON.parse(atLimit.text)).toMatchObject({ error: 'api_key_missing' });
     // One byte more is refused by nginx on the announced length, in the service's words.
-    const over = await raw('/tg', { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': 32 * 1024 * 1024 + 1, 'x-api-key': p.token }, endBody: false });
+    const over = await raw('/tg', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': 32 * 1024 * 1024 + 1, 'x-api-key': p.token },
+      endBody: false,
+    });
     expect(over.status).toBe(413);
     expect(over.headers['content-type']).toBe('application/json');
     expect(JSON.parse(over.text)).toEqual({ error: 'payload_too_large', message: 'The body exceeds the size limit.' });
@@ -195,14 +262,16 @@ describe('through nginx with two instances', () => {
     }
   });
 
-  it('passes on the client\'s address as nginx saw it, whatever X-Forwarded-For the client sent', async () => {
+  it("passes on the client's address as nginx saw it, whatever X-Forwarded-For the client sent", async () => {
     // Unknown (well-formed) keys count as failures; AUTH_FAILURE_BURST=2 per address and instance. From
     // 127.0.0.2, five of them (two instances: one of them sees at least three) exhaust it, although
     // each request claims another address in its own X-Forwarded-For.
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await raw('/tg', {
-        method: 'POST', localAddress: '127.0.0.2', body: JSON.stringify({ events: [serverEvent()] }),
+        method: 'POST',
+        localAddress: '127.0.0.2',
+        body: JSON.stringify({ events: [serverEvent()] }),
         headers: { 'content-type': 'application/json', 'x-api-key': madeUpToken(), 'x-forwarded-for': `10.1.2.${i}` },
       });
       statuses.push(r.status);
@@ -214,7 +283,9 @@ describe('through nginx with two instances', () => {
     // address nginx appended, not nginx's own.
     for (let i = 0; i < 2; i++) {
       const r = await raw('/tg', {
-        method: 'POST', localAddress: '127.0.0.3', body: JSON.stringify({ events: [serverEvent()] }),
+        method: 'POST',
+        localAddress: '127.0.0.3',
+        body: JSON.stringify({ events: [serverEvent()] }),
         headers: { 'content-type': 'application/json', 'x-api-key': madeUpToken() },
       });
       expect(r.status).toBe(401);
@@ -237,7 +308,10 @@ describe('through nginx with two instances', () => {
       // One event answered by each instance: the viewer sees the one of its instance only.
       const events = [serverEvent(), serverEvent()];
       const answers = await Promise.all([one, two].map((s, i) => postBotApi(s.url, token, { events: [events[i]] })));
-      expect(answers.map((a) => a.status), JSON.stringify(answers.map((a) => a.body))).toEqual([202, 202]);
+      expect(
+        answers.map((a) => a.status),
+        JSON.stringify(answers.map((a) => a.body)),
+      ).toEqual([202, 202]);
       await until(() => messages.some((m) => m.type !== 'ready'));
       await new Promise((r) => setTimeout(r, 300));
       const seen = messages.filter((m) => m.type !== 'ready').map((m) => m.eventId);

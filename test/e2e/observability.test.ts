@@ -33,7 +33,9 @@ describe('metrics', () => {
     const second = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token as string;
     const dup = serverEvent();
     const pay = () => serverEvent({ eventOrigin: 'platform', propsString: { 'tg.telegram_payment_charge_id': 'm-1' } });
-    await postBotApi(srv.url, p.token, { events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined }), pay()] });
+    await postBotApi(srv.url, p.token, {
+      events: [dup, dup, serverEvent({ eventType: 'odd' }), serverEvent({ platformUserId: undefined }), pay()],
+    });
     await postBotApi(srv.url, p.token, { events: [dup] });
     await postBotApi(srv.url, second, { events: [pay()] });
     for (let i = 0; i < 6; i++) await postBotApi(srv.url, second, { events: [serverEvent()] });
@@ -42,8 +44,12 @@ describe('metrics', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const m = res.text;
-    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '202' })).toBeGreaterThanOrEqual(7);
-    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '429' })).toBeGreaterThanOrEqual(1);
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '202' })).toBeGreaterThanOrEqual(
+      7,
+    );
+    expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'bot_api', status: '429' })).toBeGreaterThanOrEqual(
+      1,
+    );
     expect(metric(m, 'tg_ingest_http_requests_total', { endpoint: 'admin', status: '201' })).toBeGreaterThanOrEqual(3);
     expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'accepted' })).toBeGreaterThanOrEqual(9);
     expect(metric(m, 'tg_ingest_events_total', { endpoint: 'bot_api', outcome: 'rejected' })).toBe(1);
@@ -73,7 +79,9 @@ describe('metrics', () => {
     expect(m).toContain('nodejs_eventloop_lag_seconds');
     // A second scrape reports the same cumulative counts (the cache counter is not double-counted).
     const again = (await admin(srv.url, 'GET', '/metrics')).text;
-    expect(metric(again, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' })).toBe(metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' }));
+    expect(metric(again, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' })).toBe(
+      metric(m, 'tg_ingest_cache_requests_total', { cache: 'token', result: 'miss' }),
+    );
   });
 });
 
@@ -82,7 +90,8 @@ describe('logs and request ids', () => {
     const r = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
     const id = r.headers.get('x-request-id')!;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    for (let i = 0; i < 100 && !srv.logs.some((l) => l.requestId === id); i++) await new Promise((res) => setTimeout(res, 50));
+    for (let i = 0; i < 100 && !srv.logs.some((l) => l.requestId === id); i++)
+      await new Promise((res) => setTimeout(res, 50));
     const line = srv.logs.find((l) => l.requestId === id);
     expect(line).toMatchObject({ level: 20, path: '/tg', status: expect.any(Number), service: 'tg-ingest' });
     expect(typeof line!.time).toBe('string');

@@ -34,7 +34,12 @@ let doc: Json;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const env = { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, MAX_BODY_BYTES: String(MAX_BODY), WEBAPP_MAX_BODY_BYTES: String(MAX_BODY), ADMIN_AUTH_FAILURES_PER_MIN: '100000' };
+  const env = {
+    INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+    MAX_BODY_BYTES: String(MAX_BODY),
+    WEBAPP_MAX_BODY_BYTES: String(MAX_BODY),
+    ADMIN_AUTH_FAILURES_PER_MIN: '100000',
+  };
   srv = await startServer(db.url, { ...env, RATE_LIMIT_BURST: '100000' });
   limited = await startServer(db.url, { ...env, RATE_LIMIT_BURST: '1', RATE_LIMIT_PER_MIN: '1' });
   const r = await call(`${srv.url}/openapi.json`);
@@ -75,7 +80,11 @@ function validator(schema: Json): Json {
     // ajv is CommonJS: the default import is module.exports, whose `default` is the class (also for tsc).
     ajv = new Ajv2020.default({ strict: true, allErrors: true, allowUnionTypes: true });
     ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
-    ajv.addFormat('date-time', (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)));
+    ajv.addFormat(
+      'date-time',
+      (s: string) =>
+        /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)),
+    );
     ajv.addSchema({ $id: ROOT, $defs: rebase(doc.components.schemas) });
   }
   const key = JSON.stringify(schema);
@@ -102,8 +111,16 @@ function* operations(): Generator<[string, string, Json]> {
 // Real responses against the document.
 
 const DOCUMENTED_HEADERS = [
-  'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'allow', 'access-control-allow-origin',
-  'access-control-expose-headers', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-max-age',
+  'retry-after',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'allow',
+  'access-control-allow-origin',
+  'access-control-expose-headers',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+  'access-control-max-age',
 ];
 
 /** `${METHOD} ${path template}` → statuses seen. */
@@ -117,7 +134,8 @@ function check(method: string, template: string, r: Res, status?: number, error?
   expect(item, `${template} documented`).toBeDefined();
   let op = item[method.toLowerCase()];
   // A wrong method has no operation of its own: the path's operations document the 405.
-  if (op === undefined && r.status === 405) op = Object.values<Json>(item).find((o) => o.responses?.['405'] !== undefined);
+  if (op === undefined && r.status === 405)
+    op = Object.values<Json>(item).find((o) => o.responses?.['405'] !== undefined);
   expect(op, `${method} ${template} documented`).toBeDefined();
   const res = deref(op.responses[String(r.status)]);
   expect(res, `${what} documented`).toBeDefined();
@@ -126,12 +144,15 @@ function check(method: string, template: string, r: Res, status?: number, error?
     const h = deref(h0);
     const value = r.headers.get(name);
     if (h.required) expect(value, `${what}: header ${name}`).not.toBeNull();
-    if (value !== null) expectValid(h.schema, h.schema.type === 'integer' ? Number(value) : value, `${what}: header ${name}`);
+    if (value !== null)
+      expectValid(h.schema, h.schema.type === 'integer' ? Number(value) : value, `${what}: header ${name}`);
   }
-  // X-Request-Id is among the required headers of every response but the WebSocket upgrade's (checked in 'the document').
+  // X-Request-Id is among the required headers of every response but the WebSocket upgrade's (checked in 'the
+  // document').
   // And the reverse: the headers this service documents are absent where the document leaves them out.
   const listed = new Set(Object.keys(res.headers ?? {}).map((h) => h.toLowerCase()));
-  for (const name of DOCUMENTED_HEADERS) if (r.headers.has(name)) expect(listed.has(name), `${what}: header ${name} documented`).toBe(true);
+  for (const name of DOCUMENTED_HEADERS)
+    if (r.headers.has(name)) expect(listed.has(name), `${what}: header ${name} documented`).toBe(true);
 
   if (res.content === undefined) {
     expect(r.text, `${what}: no body`).toBe('');
@@ -141,9 +162,12 @@ function check(method: string, template: string, r: Res, status?: number, error?
     expect(media, `${what}: media type ${type} documented`).toBeDefined();
     expectValid(media.schema, type === 'application/json' ? r.body : r.text, what);
   }
-  if (typeof r.body?.error === 'string') expect(res['x-error-codes'], `${what}: ${r.body.error} listed`).toContain(r.body.error);
+  if (typeof r.body?.error === 'string')
+    expect(res['x-error-codes'], `${what}: ${r.body.error} listed`).toContain(r.body.error);
 
-  const key = `${Object.keys(item).find((m) => item[m] === op)!.toUpperCase()} ${template}`;
+  const key = `${Object.keys(item)
+    .find((m) => item[m] === op)!
+    .toUpperCase()} ${template}`;
   if (!observed.has(key)) observed.set(key, new Set());
   observed.get(key)!.add(r.status);
   return r;
@@ -151,7 +175,14 @@ function check(method: string, template: string, r: Res, status?: number, error?
 
 const withAdmin = (headers: Record<string, string> = {}) => ({ authorization: `Bearer ${ADMIN_TOKEN}`, ...headers });
 
-async function adminCall(method: string, template: string, path: string, body?: unknown, status?: number, error?: string): Promise<Res> {
+async function adminCall(
+  method: string,
+  template: string,
+  path: string,
+  body?: unknown,
+  status?: number,
+  error?: string,
+): Promise<Res> {
   return check(method, template, await admin(srv.url, method, path, body), status, error);
 }
 
@@ -185,29 +216,44 @@ describe('the document', () => {
       }
       const params = (op.parameters ?? []).map(deref);
       for (const [, name] of path.matchAll(/\{(\w+)\}/g)) {
-        expect(params.some((p: Json) => p.in === 'path' && p.name === name && p.required), `${method} ${path}: {${name}}`).toBe(true);
+        expect(
+          params.some((p: Json) => p.in === 'path' && p.name === name && p.required),
+          `${method} ${path}: {${name}}`,
+        ).toBe(true);
       }
-      for (const s of op.security ?? []) for (const scheme of Object.keys(s)) expect(doc.components.securitySchemes[scheme]).toBeDefined();
+      for (const s of op.security ?? [])
+        for (const scheme of Object.keys(s)) expect(doc.components.securitySchemes[scheme]).toBeDefined();
       // Every answer carries X-Request-Id but the two the WebSocket library writes during an upgrade.
       for (const [status, r] of Object.entries<Json>(op.responses)) {
         const bare = op['x-websocket'] !== undefined && (status === '101' || status === '400');
-        expect(deref(deref(r).headers?.['X-Request-Id'])?.required ?? false, `${method} ${path} ${status}: X-Request-Id`).toBe(!bare);
+        expect(
+          deref(deref(r).headers?.['X-Request-Id'])?.required ?? false,
+          `${method} ${path} ${status}: X-Request-Id`,
+        ).toBe(!bare);
       }
     }
   });
 
   it('compiles every schema with JSON Schema 2020-12', () => {
-    const schemas: [string, Json][] = Object.keys(doc.components.schemas).map((n) => [n, { $ref: `#/components/schemas/${n}` }]);
+    const schemas: [string, Json][] = Object.keys(doc.components.schemas).map((n) => [
+      n,
+      { $ref: `#/components/schemas/${n}` },
+    ]);
     for (const [name, h] of Object.entries<Json>(doc.components.headers)) schemas.push([`header ${name}`, h.schema]);
-    for (const [name, p] of Object.entries<Json>(doc.components.parameters)) schemas.push([`parameter ${name}`, p.schema]);
+    for (const [name, p] of Object.entries<Json>(doc.components.parameters))
+      schemas.push([`parameter ${name}`, p.schema]);
     for (const [method, path, op] of operations()) {
       const where = `${method} ${path}`;
-      for (const p of op.parameters ?? []) if (p.schema !== undefined) schemas.push([`${where} parameter ${p.name}`, p.schema]);
-      for (const [type, m] of Object.entries<Json>(deref(op.requestBody)?.content ?? {})) schemas.push([`${where} request ${type}`, m.schema]);
+      for (const p of op.parameters ?? [])
+        if (p.schema !== undefined) schemas.push([`${where} parameter ${p.name}`, p.schema]);
+      for (const [type, m] of Object.entries<Json>(deref(op.requestBody)?.content ?? {}))
+        schemas.push([`${where} request ${type}`, m.schema]);
       for (const [status, r0] of Object.entries<Json>(op.responses)) {
         const r = deref(r0);
-        for (const [type, m] of Object.entries<Json>(r.content ?? {})) schemas.push([`${where} ${status} ${type}`, m.schema]);
-        for (const [name, h] of Object.entries<Json>(r.headers ?? {})) if (h.schema !== undefined) schemas.push([`${where} ${status} header ${name}`, h.schema]);
+        for (const [type, m] of Object.entries<Json>(r.content ?? {}))
+          schemas.push([`${where} ${status} ${type}`, m.schema]);
+        for (const [name, h] of Object.entries<Json>(r.headers ?? {}))
+          if (h.schema !== undefined) schemas.push([`${where} ${status} header ${name}`, h.schema]);
       }
     }
     expect(schemas.length).toBeGreaterThan(100);
@@ -218,10 +264,20 @@ describe('the document', () => {
   });
 
   it('lists every error code with its status and every diagnostic code with its severity', () => {
-    expect(doc['x-error-codes']).toEqual(Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, { status: e.status, message: e.message }])));
+    expect(doc['x-error-codes']).toEqual(
+      Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, { status: e.status, message: e.message }])),
+    );
     // A tracking plan's codes come with either severity, as the plan decides.
-    const severity = (c: string, s: string) => (PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? ['warning', 'error'] : s);
-    expect(doc['x-diagnostic-codes']).toEqual(Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, { severity: severity(c, d.severity), description: d.description }])));
+    const severity = (c: string, s: string) =>
+      PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? ['warning', 'error'] : s;
+    expect(doc['x-diagnostic-codes']).toEqual(
+      Object.fromEntries(
+        Object.entries(DIAGNOSTICS).map(([c, d]) => [
+          c,
+          { severity: severity(c, d.severity), description: d.description },
+        ]),
+      ),
+    );
     const s = doc.components.schemas;
     expect(s.ErrorBody.properties.error.enum).toEqual(Object.keys(ERRORS));
     expect(s.DiagnosticCode.enum).toEqual(Object.keys(DIAGNOSTICS));
@@ -231,7 +287,9 @@ describe('the document', () => {
     for (const [method, path, op] of operations()) {
       for (const [status, r] of Object.entries<Json>(op.responses)) {
         for (const code of deref(r)['x-error-codes'] ?? []) {
-          expect(ERRORS[code as keyof typeof ERRORS]?.status, `${method} ${path} ${status} ${code}`).toBe(Number(status));
+          expect(ERRORS[code as keyof typeof ERRORS]?.status, `${method} ${path} ${status} ${code}`).toBe(
+            Number(status),
+          );
           listed.add(code);
         }
       }
@@ -240,11 +298,19 @@ describe('the document', () => {
   });
 
   it('pairs each diagnostic code with its severity, leaving the severity of a plan code to the plan', () => {
-    const diagnostic = (code: string, severity: string) => validator({ $ref: '#/components/schemas/Diagnostic' })({ event_id: null, code, severity, path: 'event', message: 'm' });
+    const diagnostic = (code: string, severity: string) =>
+      validator({ $ref: '#/components/schemas/Diagnostic' })({
+        event_id: null,
+        code,
+        severity,
+        path: 'event',
+        message: 'm',
+      });
     expect(PLAN_CODES.size).toBeGreaterThan(0);
     for (const [code, d] of Object.entries(DIAGNOSTICS)) {
       const plan = PLAN_CODES.has(code as keyof typeof DIAGNOSTICS);
-      for (const severity of ['warning', 'error']) expect(diagnostic(code, severity), `${code} ${severity}`).toBe(plan || severity === d.severity);
+      for (const severity of ['warning', 'error'])
+        expect(diagnostic(code, severity), `${code} ${severity}`).toBe(plan || severity === d.severity);
     }
   });
 });
@@ -252,19 +318,44 @@ describe('the document', () => {
 // ---------------------------------------------------------------------------------------------
 // bot_api
 
-const webEvent = (over: Record<string, unknown> = {}) => ({ eventId: randomUUID(), eventName: 'button_click', eventDate: new Date().toISOString(), eventType: 'interaction', ...over });
+const webEvent = (over: Record<string, unknown> = {}) => ({
+  eventId: randomUUID(),
+  eventName: 'button_click',
+  eventDate: new Date().toISOString(),
+  eventType: 'interaction',
+  ...over,
+});
 let nextBotId = 8_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
 describe('bot_api', () => {
   for (const path of ['/tg', '/messenger']) {
     it(`${path}: 202, 400 (both bodies), 401, 402, 403, 405, 413, 415, 429`, async () => {
       const p = await provision(srv.url);
-      const B = (token: string | null, body: unknown, headers: Record<string, string> = {}, url = srv.url) => postBotApi(url, token, body, headers, path);
+      const B = (token: string | null, body: unknown, headers: Record<string, string> = {}, url = srv.url) =>
+        postBotApi(url, token, body, headers, path);
       const c = async (r: Promise<Res>, status: number, error?: string) => check('POST', path, await r, status, error);
 
       const clean = {
-        events: [serverEvent({ propsString: { page: 'home' }, propsLong: { n: 3 }, propsFloat: { r: 0.5 }, propsBool: { b: true }, text: 'hi' })],
-        users: [{ messengerUserId: 1001, username: 'ada', firstName: 'Ada', lastName: 'L', languageCode: 'en', isPremium: true }, { messengerUserId: '1002' }],
+        events: [
+          serverEvent({
+            propsString: { page: 'home' },
+            propsLong: { n: 3 },
+            propsFloat: { r: 0.5 },
+            propsBool: { b: true },
+            text: 'hi',
+          }),
+        ],
+        users: [
+          {
+            messengerUserId: 1001,
+            username: 'ada',
+            firstName: 'Ada',
+            lastName: 'L',
+            languageCode: 'en',
+            isPremium: true,
+          },
+          { messengerUserId: '1002' },
+        ],
         bot: { messengerBotId: p.messengerBotId, name: 'Shop bot', description: 'Sells', starsAmount: 10 },
         version: '1',
       };
@@ -274,17 +365,42 @@ describe('bot_api', () => {
       expect(first.body.accepted).toBe(1);
 
       const dup = serverEvent();
-      const messy = await c(B(p.token, {
-        events: [dup, dup, serverEvent({ eventType: 'zzz', propsString: { $x: 'y', 'bad key': 'z' }, propsLong: { n: 'three' } }), serverEvent({ platformUserId: 'x' })],
-        users: [{ messengerUserId: 'x' }], bot: 'nope',
-      }), 202);
+      const messy = await c(
+        B(p.token, {
+          events: [
+            dup,
+            dup,
+            serverEvent({ eventType: 'zzz', propsString: { $x: 'y', 'bad key': 'z' }, propsLong: { n: 'three' } }),
+            serverEvent({ platformUserId: 'x' }),
+          ],
+          users: [{ messengerUserId: 'x' }],
+          bot: 'nope',
+        }),
+        202,
+      );
       expect(messy.body).toMatchObject({ accepted: 2, rejected: 1, not_consumed_duplicated: 1 });
-      expect(messy.body.diagnostics.map((d: Json) => d.code)).toEqual(expect.arrayContaining(['event_type_unknown', 'prop_key_reserved', 'prop_key_invalid', 'prop_value_type_invalid', 'platform_user_id_invalid', 'user_profile_invalid', 'bot_snapshot_invalid']));
-      const many = await c(B(p.token, { events: Array.from({ length: 101 }, () => serverEvent({ eventType: 'zzz' })) }), 202);
+      expect(messy.body.diagnostics.map((d: Json) => d.code)).toEqual(
+        expect.arrayContaining([
+          'event_type_unknown',
+          'prop_key_reserved',
+          'prop_key_invalid',
+          'prop_value_type_invalid',
+          'platform_user_id_invalid',
+          'user_profile_invalid',
+          'bot_snapshot_invalid',
+        ]),
+      );
+      const many = await c(
+        B(p.token, { events: Array.from({ length: 101 }, () => serverEvent({ eventType: 'zzz' })) }),
+        202,
+      );
       expect(many.body.diagnostics_truncated).toBe(true);
       await c(B(p.token, gzipSync(JSON.stringify({ events: [serverEvent()] })), { 'content-encoding': 'gzip' }), 202);
 
-      const allRejected = await c(B(p.token, { events: [serverEvent({ platformUserId: undefined }), serverEvent({ eventName: '' })] }), 400);
+      const allRejected = await c(
+        B(p.token, { events: [serverEvent({ platformUserId: undefined }), serverEvent({ eventName: '' })] }),
+        400,
+      );
       expect(allRejected.body).toMatchObject({ accepted: 0, rejected: 2 });
       await c(B(p.token, 'not json'), 400, 'invalid_json');
       await c(B(p.token, Buffer.from([0x7b, 0xff, 0x7d])), 400, 'invalid_utf8');
@@ -294,7 +410,11 @@ describe('bot_api', () => {
       await c(B(p.token, { events: [serverEvent({ eventOrigin: undefined })] }), 400, 'event_invalid');
       await c(B(p.token, Buffer.from('not gzip'), { 'content-encoding': 'gzip' }), 400, 'invalid_gzip');
       await c(B(p.token, 'x'.repeat(MAX_BODY + 1000)), 413, 'payload_too_large');
-      await c(B(p.token, gzipSync(Buffer.alloc(MAX_BODY * 4, 0x20)), { 'content-encoding': 'gzip' }), 413, 'payload_too_large');
+      await c(
+        B(p.token, gzipSync(Buffer.alloc(MAX_BODY * 4, 0x20)), { 'content-encoding': 'gzip' }),
+        413,
+        'payload_too_large',
+      );
       await c(B(p.token, JSON.stringify(clean), { 'content-type': 'text/xml' }), 415, 'unsupported_media_type');
       await c(B(p.token, JSON.stringify(clean), { 'content-encoding': 'br' }), 415, 'unsupported_encoding');
       await c(B(null, clean), 401, 'api_key_missing');
@@ -304,7 +424,13 @@ describe('bot_api', () => {
 
       await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${p.botId}`, { apiIngest: false }, 200);
       await c(B(p.token, clean), 403, 'api_ingest_disabled');
-      await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${p.botId}`, { apiIngest: true, projectId: null }, 200);
+      await adminCall(
+        'PATCH',
+        '/admin/bots/{botId}',
+        `/admin/bots/${p.botId}`,
+        { apiIngest: true, projectId: null },
+        200,
+      );
       await c(B(p.token, clean), 403, 'bot_not_linked');
       await adminCall('DELETE', '/admin/tokens/{tokenId}', `/admin/tokens/${p.tokenId}`, undefined, 204);
       await c(B(p.token, clean), 401, 'api_key_invalid');
@@ -327,20 +453,43 @@ describe('webapp', () => {
   for (const path of ['/tg/webapp', '/messenger/webapp']) {
     it(`${path}: 202, 400 (both bodies), 401, 402, 405, 409, 413, 415, 429 and the preflight`, async () => {
       const p = await provision(srv.url);
-      const init = (o: Partial<InitDataOptions> = {}, who = p) => makeInitData(signer, { messengerBotId: who.messengerBotId, ...o });
-      const A = (body: unknown, headers: Record<string, string> = {}, url = srv.url) => call(`${url}${path}`, { method: 'POST', headers, body });
+      const init = (o: Partial<InitDataOptions> = {}, who = p) =>
+        makeInitData(signer, { messengerBotId: who.messengerBotId, ...o });
+      const A = (body: unknown, headers: Record<string, string> = {}, url = srv.url) =>
+        call(`${url}${path}`, { method: 'POST', headers, body });
       const c = async (r: Promise<Res>, status: number, error?: string) => check('POST', path, await r, status, error);
-      const batch = (events: unknown[] = [webEvent()], initData = init(), botId = p.botId) => ({ botId, auth: { initData }, events });
+      const batch = (events: unknown[] = [webEvent()], initData = init(), botId = p.botId) => ({
+        botId,
+        auth: { initData },
+        events,
+      });
 
-      const clean = batch([webEvent({ propsString: { page: 'home' }, propsLong: { n: 1 }, propsBool: { ok: true }, text: 'hi' })]);
+      const clean = batch([
+        webEvent({ propsString: { page: 'home' }, propsLong: { n: 1 }, propsBool: { ok: true }, text: 'hi' }),
+      ]);
       expectValid({ $ref: '#/components/schemas/WebappRequest' }, clean, 'a clean request of webapp');
       await c(A(clean, { origin: 'https://app.example' }), 202);
       const dup = webEvent();
-      const messy = await c(A(batch([dup, dup, webEvent({ eventType: undefined }), webEvent({ eventType: 'zzz', propsFloat: { r: 1.5 } }), webEvent({ eventDate: 'yesterday' }), 7])), 202);
+      const messy = await c(
+        A(
+          batch([
+            dup,
+            dup,
+            webEvent({ eventType: undefined }),
+            webEvent({ eventType: 'zzz', propsFloat: { r: 1.5 } }),
+            webEvent({ eventDate: 'yesterday' }),
+            7,
+          ]),
+        ),
+        202,
+      );
       expect(messy.body).toMatchObject({ accepted: 3, rejected: 2, not_consumed_duplicated: 1 });
       await c(A(gzipSync(JSON.stringify(batch())), { 'content-type': 'text/plain', 'content-encoding': 'gzip' }), 202);
 
-      const allRejected = await c(A(batch([webEvent({ eventId: undefined }), webEvent({ eventName: undefined })])), 400);
+      const allRejected = await c(
+        A(batch([webEvent({ eventId: undefined }), webEvent({ eventName: undefined })])),
+        400,
+      );
       expect(allRejected.body).toMatchObject({ accepted: 0, rejected: 2 });
       await c(A('not json'), 400, 'invalid_json');
       await c(A(Buffer.from([0x7b, 0xff, 0x7d])), 400, 'invalid_utf8');
@@ -359,16 +508,32 @@ describe('webapp', () => {
       await c(A(batch(undefined, init({ omit: ['signature'] }))), 401, 'initdata_signature_missing');
       await c(A(batch(undefined, init({ omit: ['auth_date'] }))), 401, 'initdata_auth_date_missing');
       await c(A(batch(undefined, init({ omit: ['user'] }))), 401, 'initdata_user_missing');
-      await c(A(batch(undefined, makeInitData(stranger, { messengerBotId: p.messengerBotId }))), 401, 'initdata_signature_invalid');
+      await c(
+        A(batch(undefined, makeInitData(stranger, { messengerBotId: p.messengerBotId }))),
+        401,
+        'initdata_signature_invalid',
+      );
       await c(A(batch(undefined, init({ authDate: now - 100_000 }))), 401, 'initdata_expired');
       await c(A(batch(undefined, init({ authDate: now + 100_000 }))), 401, 'initdata_from_future');
 
       const unconfigured = await adminCall('POST', '/admin/bots', '/admin/bots', { projectId: p.projectId }, 201);
       await c(A(batch(undefined, init(), unconfigured.body.botId)), 409, 'webapp_bot_not_configured');
       const loose = { ...p, messengerBotId: nextBotId++ };
-      const looseBot = await adminCall('POST', '/admin/bots', '/admin/bots', { messengerBotId: loose.messengerBotId, name: 'loose' }, 201);
+      const looseBot = await adminCall(
+        'POST',
+        '/admin/bots',
+        '/admin/bots',
+        { messengerBotId: loose.messengerBotId, name: 'loose' },
+        201,
+      );
       await c(A(batch(undefined, init({}, loose), looseBot.body.botId)), 409, 'webapp_bot_not_linked');
-      await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${looseBot.body.botId}`, { projectId: p.projectId, miniAppIngest: false }, 200);
+      await adminCall(
+        'PATCH',
+        '/admin/bots/{botId}',
+        `/admin/bots/${looseBot.body.botId}`,
+        { projectId: p.projectId, miniAppIngest: false },
+        200,
+      );
       await c(A(batch(undefined, init({}, loose), looseBot.body.botId)), 409, 'miniapp_ingest_disabled');
 
       const poor = await provision(srv.url, { eventAllowance: 1 });
@@ -382,9 +547,19 @@ describe('webapp', () => {
 
       check('GET', path, await call(`${srv.url}${path}`), 405, 'method_not_allowed');
       check('PUT', path, await call(`${srv.url}${path}`, { method: 'PUT', body: clean }), 405, 'method_not_allowed');
-      const pre = check('OPTIONS', path, await call(`${srv.url}${path}`, {
-        method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
-      }), 204);
+      const pre = check(
+        'OPTIONS',
+        path,
+        await call(`${srv.url}${path}`, {
+          method: 'OPTIONS',
+          headers: {
+            origin: 'https://app.example',
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'content-type',
+          },
+        }),
+        204,
+      );
       expect(pre.headers.get('access-control-allow-origin')).toBe('*');
     });
   }
@@ -398,10 +573,26 @@ describe('503', () => {
     const p = await provision(srv.url);
     await db.sql`ALTER VIEW billing_usage RENAME TO billing_usage_away`;
     try {
-      for (const path of ['/tg', '/messenger']) check('POST', path, await postBotApi(srv.url, p.token, { events: [serverEvent()] }, {}, path), 503, 'unavailable');
+      for (const path of ['/tg', '/messenger'])
+        check(
+          'POST',
+          path,
+          await postBotApi(srv.url, p.token, { events: [serverEvent()] }, {}, path),
+          503,
+          'unavailable',
+        );
       const initData = makeInitData(signer, { messengerBotId: p.messengerBotId });
       for (const path of ['/tg/webapp', '/messenger/webapp']) {
-        check('POST', path, await call(`${srv.url}${path}`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [webEvent()] } }), 503, 'unavailable');
+        check(
+          'POST',
+          path,
+          await call(`${srv.url}${path}`, {
+            method: 'POST',
+            body: { botId: p.botId, auth: { initData }, events: [webEvent()] },
+          }),
+          503,
+          'unavailable',
+        );
       }
     } finally {
       await db.sql`ALTER VIEW billing_usage_away RENAME TO billing_usage`;
@@ -437,31 +628,89 @@ describe('admin API', () => {
   it('401 on every admin operation without the token, 404 on every unknown id', async () => {
     const unknown = randomUUID();
     // The live view takes its token in the first WebSocket message, not in a header: it has a test of its own.
-    const admins = [...operations()].filter(([, , op]) => op.tags.includes('admin') && (op.security ?? []).some((s: Json) => 'AdminToken' in s));
-    expect(admins.map(([m, p]) => `${m} ${p}`).sort()).toEqual(ROUTES.filter((r) => / \/admin\/(projects|bots|tokens)/.test(r)).sort());
+    const admins = [...operations()].filter(
+      ([, , op]) => op.tags.includes('admin') && (op.security ?? []).some((s: Json) => 'AdminToken' in s),
+    );
+    expect(admins.map(([m, p]) => `${m} ${p}`).sort()).toEqual(
+      ROUTES.filter((r) => / \/admin\/(projects|bots|tokens)/.test(r)).sort(),
+    );
     for (const [method, template, op] of admins) {
       for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }] as Record<string, string>[]) {
-        check(method, template, await call(`${srv.url}${fill(template, unknown)}`, { method, headers, body: op.requestBody ? {} : undefined }), 401, 'admin_unauthorized');
+        check(
+          method,
+          template,
+          await call(`${srv.url}${fill(template, unknown)}`, {
+            method,
+            headers,
+            body: op.requestBody ? {} : undefined,
+          }),
+          401,
+          'admin_unauthorized',
+        );
       }
       if (template.includes('{')) {
-        const body = op.operationId === 'patchProject' ? { name: 'x' } : op.operationId === 'patchBot' ? { apiIngest: true } : undefined;
-        for (const id of [unknown, 'not-a-uuid']) check(method, template, await call(`${srv.url}${fill(template, id)}`, { method, headers: withAdmin(), body }), 404, 'not_found');
+        const body =
+          op.operationId === 'patchProject'
+            ? { name: 'x' }
+            : op.operationId === 'patchBot'
+              ? { apiIngest: true }
+              : undefined;
+        for (const id of [unknown, 'not-a-uuid'])
+          check(
+            method,
+            template,
+            await call(`${srv.url}${fill(template, id)}`, { method, headers: withAdmin(), body }),
+            404,
+            'not_found',
+          );
       }
     }
   });
 
   it('200, 201, 204, 400, 404, 409 and 413 along the provisioning flow', async () => {
-    const created = await adminCall('POST', '/admin/projects', '/admin/projects', { name: 'Shop', eventAllowance: 5000 }, 201);
+    const created = await adminCall(
+      'POST',
+      '/admin/projects',
+      '/admin/projects',
+      { name: 'Shop', eventAllowance: 5000 },
+      201,
+    );
     const projectId = created.body.projectId as string;
     await adminCall('GET', '/admin/projects', '/admin/projects', undefined, 200);
     await adminCall('GET', '/admin/projects/{projectId}', `/admin/projects/${projectId}`, undefined, 200);
-    await adminCall('PATCH', '/admin/projects/{projectId}', `/admin/projects/${projectId}`, { eventAllowance: null }, 200);
-    await adminCall('PATCH', '/admin/projects/{projectId}', `/admin/projects/${projectId}`, { name: 'x'.repeat(MAX_BODY) }, 413, 'payload_too_large');
+    await adminCall(
+      'PATCH',
+      '/admin/projects/{projectId}',
+      `/admin/projects/${projectId}`,
+      { eventAllowance: null },
+      200,
+    );
+    await adminCall(
+      'PATCH',
+      '/admin/projects/{projectId}',
+      `/admin/projects/${projectId}`,
+      { name: 'x'.repeat(MAX_BODY) },
+      413,
+      'payload_too_large',
+    );
     await adminCall('POST', '/admin/projects', '/admin/projects', '{not json', 400, 'bad_request');
-    await adminCall('POST', '/admin/projects', '/admin/projects', { name: 'x'.repeat(MAX_BODY) }, 413, 'payload_too_large');
+    await adminCall(
+      'POST',
+      '/admin/projects',
+      '/admin/projects',
+      { name: 'x'.repeat(MAX_BODY) },
+      413,
+      'payload_too_large',
+    );
 
     const mid = nextBotId++;
-    const bot = await adminCall('POST', '/admin/bots', '/admin/bots', { projectId, messengerBotId: String(mid), name: 'Shop bot' }, 201);
+    const bot = await adminCall(
+      'POST',
+      '/admin/bots',
+      '/admin/bots',
+      { projectId, messengerBotId: String(mid), name: 'Shop bot' },
+      201,
+    );
     const botId = bot.body.botId as string;
     await adminCall('POST', '/admin/bots', '/admin/bots', undefined, 201);
     await adminCall('POST', '/admin/bots', '/admin/bots', { messengerBotId: mid }, 409, 'messenger_bot_id_taken');
@@ -471,59 +720,190 @@ describe('admin API', () => {
     await adminCall('GET', '/admin/bots/{botId}', `/admin/bots/${botId}`, undefined, 200);
     await adminCall('GET', '/admin/projects/{projectId}/bots', `/admin/projects/${projectId}/bots`, undefined, 200);
     const other = await adminCall('POST', '/admin/bots', '/admin/bots', { messengerBotId: nextBotId++ }, 201);
-    await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${other.body.botId}`, { messengerBotId: mid }, 409, 'messenger_bot_id_taken');
-    await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${other.body.botId}`, { projectId: randomUUID() }, 404, 'not_found');
-    await adminCall('PATCH', '/admin/bots/{botId}', `/admin/bots/${other.body.botId}`, { name: 'x'.repeat(MAX_BODY) }, 413, 'payload_too_large');
+    await adminCall(
+      'PATCH',
+      '/admin/bots/{botId}',
+      `/admin/bots/${other.body.botId}`,
+      { messengerBotId: mid },
+      409,
+      'messenger_bot_id_taken',
+    );
+    await adminCall(
+      'PATCH',
+      '/admin/bots/{botId}',
+      `/admin/bots/${other.body.botId}`,
+      { projectId: randomUUID() },
+      404,
+      'not_found',
+    );
+    await adminCall(
+      'PATCH',
+      '/admin/bots/{botId}',
+      `/admin/bots/${other.body.botId}`,
+      { name: 'x'.repeat(MAX_BODY) },
+      413,
+      'payload_too_large',
+    );
 
     const token = await adminCall('POST', '/admin/bots/{botId}/tokens', `/admin/bots/${botId}/tokens`, undefined, 201);
     await adminCall('GET', '/admin/bots/{botId}/tokens', `/admin/bots/${botId}/tokens`, undefined, 200);
-    const payment = serverEvent({ eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment', propsString: { 'tg.currency': 'USD' }, propsLong: { 'tg.total_amount': 500 } });
-    check('POST', '/tg', await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }), 202);
-    const revenue = await adminCall('GET', '/admin/projects/{projectId}/reports/revenue', `/admin/projects/${projectId}/reports/revenue`, undefined, 200);
+    const payment = serverEvent({
+      eventOrigin: 'platform',
+      eventType: 'payment',
+      eventName: 'successful_payment',
+      propsString: { 'tg.currency': 'USD' },
+      propsLong: { 'tg.total_amount': 500 },
+    });
+    check(
+      'POST',
+      '/tg',
+      await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }),
+      202,
+    );
+    const revenue = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/revenue',
+      `/admin/projects/${projectId}/reports/revenue`,
+      undefined,
+      200,
+    );
     expect(revenue.body).toEqual([{ currency: 'USD', totalAmount: 500 }]);
-    const usage = await adminCall('GET', '/admin/projects/{projectId}/usage', `/admin/projects/${projectId}/usage`, undefined, 200);
+    const usage = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/usage',
+      `/admin/projects/${projectId}/usage`,
+      undefined,
+      200,
+    );
     expect(usage.body.eventsBilled).toBe(2);
-    const stats = await adminCall('GET', '/admin/projects/{projectId}/stats', `/admin/projects/${projectId}/stats`, undefined, 200);
+    const stats = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/stats',
+      `/admin/projects/${projectId}/stats`,
+      undefined,
+      200,
+    );
     expect(stats.body.topDiagnostics).toEqual([{ code: 'event_type_unknown', count: 1 }]);
     await adminCall('DELETE', '/admin/tokens/{tokenId}', `/admin/tokens/${token.body.tokenId}`, undefined, 204);
   });
 
   it('accepts exactly the bodies its documented schemas accept', async () => {
-    const project = (await adminCall('POST', '/admin/projects', '/admin/projects', { name: 'p' }, 201)).body.projectId as string;
+    const project = (await adminCall('POST', '/admin/projects', '/admin/projects', { name: 'p' }, 201)).body
+      .projectId as string;
     const bot = (await adminCall('POST', '/admin/bots', '/admin/bots', {}, 201)).body.botId as string;
     const cases: [string, string, string, string, unknown[]][] = [
-      ['POST', '/admin/projects', '/admin/projects', 'CreateProject', [
-        { name: 'x' }, {}, { name: '' }, { name: 'x'.repeat(201) }, { name: 'x', eventAllowance: -1 }, { name: 'x', eventAllowance: 1.5 },
-        { name: 'x', eventAllowance: null }, { name: 'x', eventAllowance: 10 }, { name: 'x', extra: 1 }, [], 'x',
-      ]],
-      ['PATCH', '/admin/projects/{projectId}', `/admin/projects/${project}`, 'PatchProject', [
-        {}, { name: 'y' }, { eventAllowance: 'lots' }, { eventAllowance: 0 }, { name: null }, { other: 1 },
-      ]],
-      ['POST', '/admin/bots', '/admin/bots', 'CreateBot', [
-        {}, { messengerBotId: 'abc' }, { messengerBotId: 0 }, { messengerBotId: null, name: null }, { projectId: 'nope' },
-        { projectId: null, name: 'n' }, { miniAppIngest: true }, { name: 'x'.repeat(201) }, { messengerBotId: nextBotId++ }, { messengerBotId: String(nextBotId++) },
-      ]],
-      ['PATCH', '/admin/bots/{botId}', `/admin/bots/${bot}`, 'PatchBot', [
-        {}, { apiIngest: true }, { miniAppIngest: 'yes' }, { messengerBotId: 0 }, { messengerBotId: null }, { name: 'n' },
-        { projectId: project }, { projectId: null }, { projectId: 'nope' }, { other: 1 },
-      ]],
+      [
+        'POST',
+        '/admin/projects',
+        '/admin/projects',
+        'CreateProject',
+        [
+          { name: 'x' },
+          {},
+          { name: '' },
+          { name: 'x'.repeat(201) },
+          { name: 'x', eventAllowance: -1 },
+          { name: 'x', eventAllowance: 1.5 },
+          { name: 'x', eventAllowance: null },
+          { name: 'x', eventAllowance: 10 },
+          { name: 'x', extra: 1 },
+          [],
+          'x',
+        ],
+      ],
+      [
+        'PATCH',
+        '/admin/projects/{projectId}',
+        `/admin/projects/${project}`,
+        'PatchProject',
+        [{}, { name: 'y' }, { eventAllowance: 'lots' }, { eventAllowance: 0 }, { name: null }, { other: 1 }],
+      ],
+      [
+        'POST',
+        '/admin/bots',
+        '/admin/bots',
+        'CreateBot',
+        [
+          {},
+          { messengerBotId: 'abc' },
+          { messengerBotId: 0 },
+          { messengerBotId: null, name: null },
+          { projectId: 'nope' },
+          { projectId: null, name: 'n' },
+          { miniAppIngest: true },
+          { name: 'x'.repeat(201) },
+          { messengerBotId: nextBotId++ },
+          { messengerBotId: String(nextBotId++) },
+        ],
+      ],
+      [
+        'PATCH',
+        '/admin/bots/{botId}',
+        `/admin/bots/${bot}`,
+        'PatchBot',
+        [
+          {},
+          { apiIngest: true },
+          { miniAppIngest: 'yes' },
+          { messengerBotId: 0 },
+          { messengerBotId: null },
+          { name: 'n' },
+          { projectId: project },
+          { projectId: null },
+          { projectId: 'nope' },
+          { other: 1 },
+        ],
+      ],
       // Shapes only: every schema here compiles (one that does not is a 400 the shape cannot tell).
-      ['PUT', '/admin/projects/{projectId}/tracking-plan', `/admin/projects/${project}/tracking-plan`, 'TrackingPlan', [
-        { mode: 'warn', unplannedEvents: 'allow', events: {} }, { mode: 'block', unplannedEvents: 'block', events: { a: true, b: { type: 'object' } } },
-        { mode: 'strict', unplannedEvents: 'allow', events: {} }, { mode: 'warn', unplannedEvents: 'deny', events: {} }, { mode: 'warn', unplannedEvents: 'allow' },
-        { mode: 'warn', unplannedEvents: 'allow', events: [] }, { mode: 'warn', unplannedEvents: 'allow', events: { a: 5 } }, { mode: 'warn', unplannedEvents: 'allow', events: { '': {} } },
-        { mode: 'warn', unplannedEvents: 'allow', events: {}, version: 3 }, {}, [],
-      ]],
-      ['POST', '/admin/projects/{projectId}/quarantine/replay', `/admin/projects/${project}/quarantine/replay`, 'ReplayRequest', [
-        {}, { dryRun: true }, { ids: [1, 2] }, { ids: [] }, { code: 'schema_violation', dryRun: false }, { ids: [0] }, { ids: ['1'] }, { ids: [1.5] },
-        { code: '' }, { code: 'x'.repeat(65) }, { dryRun: 'yes' }, { other: 1 }, [],
-      ]],
+      [
+        'PUT',
+        '/admin/projects/{projectId}/tracking-plan',
+        `/admin/projects/${project}/tracking-plan`,
+        'TrackingPlan',
+        [
+          { mode: 'warn', unplannedEvents: 'allow', events: {} },
+          { mode: 'block', unplannedEvents: 'block', events: { a: true, b: { type: 'object' } } },
+          { mode: 'strict', unplannedEvents: 'allow', events: {} },
+          { mode: 'warn', unplannedEvents: 'deny', events: {} },
+          { mode: 'warn', unplannedEvents: 'allow' },
+          { mode: 'warn', unplannedEvents: 'allow', events: [] },
+          { mode: 'warn', unplannedEvents: 'allow', events: { a: 5 } },
+          { mode: 'warn', unplannedEvents: 'allow', events: { '': {} } },
+          { mode: 'warn', unplannedEvents: 'allow', events: {}, version: 3 },
+          {},
+          [],
+        ],
+      ],
+      [
+        'POST',
+        '/admin/projects/{projectId}/quarantine/replay',
+        `/admin/projects/${project}/quarantine/replay`,
+        'ReplayRequest',
+        [
+          {},
+          { dryRun: true },
+          { ids: [1, 2] },
+          { ids: [] },
+          { code: 'schema_violation', dryRun: false },
+          { ids: [0] },
+          { ids: ['1'] },
+          { ids: [1.5] },
+          { code: '' },
+          { code: 'x'.repeat(65) },
+          { dryRun: 'yes' },
+          { other: 1 },
+          [],
+        ],
+      ],
     ];
     for (const [method, template, path, schema, bodies] of cases) {
       for (const body of bodies) {
         const documented = validator({ $ref: `#/components/schemas/${schema}` })(body);
         const r = await adminCall(method, template, path, body);
-        expect(r.status !== 400, `${method} ${template} ${JSON.stringify(body)}: server ${r.status}, schema says ${documented ? 'valid' : 'invalid'}`).toBe(documented);
+        expect(
+          r.status !== 400,
+          `${method} ${template} ${JSON.stringify(body)}: server ${r.status}, schema says ${documented ? 'valid' : 'invalid'}`,
+        ).toBe(documented);
       }
     }
   });
@@ -540,8 +920,19 @@ const purchaseSchema = (minimum = 1, currencies = ['USD', 'EUR', 'XTR']) => ({
     propsString: { type: 'object', required: ['currency'], properties: { currency: { enum: currencies } } },
   },
 });
-const plan = (mode: 'warn' | 'block', unplannedEvents: 'allow' | 'warn' | 'block', schema = purchaseSchema()) => ({ mode, unplannedEvents, events: { purchase: schema } });
-const purchase = (over: Record<string, unknown> = {}) => serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, propsString: { currency: 'USD' }, ...over });
+const plan = (mode: 'warn' | 'block', unplannedEvents: 'allow' | 'warn' | 'block', schema = purchaseSchema()) => ({
+  mode,
+  unplannedEvents,
+  events: { purchase: schema },
+});
+const purchase = (over: Record<string, unknown> = {}) =>
+  serverEvent({
+    eventName: 'purchase',
+    eventType: 'payment',
+    propsLong: { amount: 100 },
+    propsString: { currency: 'USD' },
+    ...over,
+  });
 const PLAN = '/admin/projects/{projectId}/tracking-plan';
 const QUARANTINE = '/admin/projects/{projectId}/quarantine';
 const SUMMARY = '/admin/projects/{projectId}/quarantine/summary';
@@ -553,17 +944,45 @@ describe('event quality', () => {
     const p = await provision(srv.url);
     const url = `/admin/projects/${p.projectId}/tracking-plan`;
     await adminCall('GET', PLAN, url, undefined, 404, 'not_found');
-    expect((await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200)).body).toEqual({ ...plan('warn', 'warn'), version: 1, updatedAt: expect.any(String) });
+    expect((await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200)).body).toEqual({
+      ...plan('warn', 'warn'),
+      version: 1,
+      updatedAt: expect.any(String),
+    });
     expect((await adminCall('PUT', PLAN, url, plan('block', 'block'), 200)).body.version).toBe(2);
-    expect((await adminCall('GET', PLAN, url, undefined, 200)).body).toEqual({ ...plan('block', 'block'), version: 2, updatedAt: expect.any(String) });
+    expect((await adminCall('GET', PLAN, url, undefined, 200)).body).toEqual({
+      ...plan('block', 'block'),
+      version: 2,
+      updatedAt: expect.any(String),
+    });
 
-    const broken = await adminCall('PUT', PLAN, url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'integr' } } }, 400, 'bad_request');
+    const broken = await adminCall(
+      'PUT',
+      PLAN,
+      url,
+      { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'integr' } } },
+      400,
+      'bad_request',
+    );
     expect(broken.body.details).toEqual({ eventName: 'purchase', error: expect.stringContaining('type') });
-    const typo = await adminCall('PUT', PLAN, url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object', requird: ['x'] } } }, 400, 'bad_request');
+    const typo = await adminCall(
+      'PUT',
+      PLAN,
+      url,
+      { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object', requird: ['x'] } } },
+      400,
+      'bad_request',
+    );
     expect(typo.body.details.error).toContain('requird');
     await adminCall('PUT', PLAN, url, { mode: 'strict', unplannedEvents: 'allow', events: {} }, 400, 'bad_request');
-    const big = (n: number, pad: number) => ({ mode: 'warn', unplannedEvents: 'allow', events: Object.fromEntries(Array.from({ length: n }, (_, i) => [`event_${i}`, { description: 'x'.repeat(pad) }])) });
-    expect((await adminCall('PUT', PLAN, url, big(3000, 80), 400, 'bad_request')).body.details).toEqual({ maxBytes: 256 * 1024 });
+    const big = (n: number, pad: number) => ({
+      mode: 'warn',
+      unplannedEvents: 'allow',
+      events: Object.fromEntries(Array.from({ length: n }, (_, i) => [`event_${i}`, { description: 'x'.repeat(pad) }])),
+    });
+    expect((await adminCall('PUT', PLAN, url, big(3000, 80), 400, 'bad_request')).body.details).toEqual({
+      maxBytes: 256 * 1024,
+    });
     await adminCall('PUT', PLAN, url, big(1, 1100 * 1024), 413, 'payload_too_large');
     expect((await adminCall('GET', PLAN, url, undefined, 200)).body.version).toBe(2);
 
@@ -577,25 +996,62 @@ describe('event quality', () => {
     const p = await provision(srv.url);
     const url = `/admin/projects/${p.projectId}/tracking-plan`;
     await adminCall('PUT', PLAN, url, plan('warn', 'warn'), 200);
-    const warned = check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 }, propsString: { currency: 'GBP' } }), serverEvent({ eventName: 'signup' })] }), 202);
+    const warned = check(
+      'POST',
+      '/tg',
+      await postBotApi(srv.url, p.token, {
+        events: [
+          purchase({ propsLong: { amount: 0 }, propsString: { currency: 'GBP' } }),
+          serverEvent({ eventName: 'signup' }),
+        ],
+      }),
+      202,
+    );
     expect(warned.body).toMatchObject({ accepted: 2, rejected: 0 });
     expect(codesOf(warned)).toEqual([
-      ['event_unplanned', 'warning', 'event_name'], ['schema_violation', 'warning', 'props_long.amount'], ['schema_violation', 'warning', 'props_string.currency'],
+      ['event_unplanned', 'warning', 'event_name'],
+      ['schema_violation', 'warning', 'props_long.amount'],
+      ['schema_violation', 'warning', 'props_string.currency'],
     ]);
 
     await adminCall('PUT', PLAN, url, plan('block', 'block'), 200);
-    const blocked = check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'signup' })] }), 202);
+    const blocked = check(
+      'POST',
+      '/tg',
+      await postBotApi(srv.url, p.token, {
+        events: [purchase(), purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'signup' })],
+      }),
+      202,
+    );
     expect(blocked.body).toMatchObject({ accepted: 1, rejected: 2 });
-    expect(codesOf(blocked)).toEqual([['event_unplanned', 'error', 'event_name'], ['schema_violation', 'error', 'props_long.amount']]);
+    expect(codesOf(blocked)).toEqual([
+      ['event_unplanned', 'error', 'event_name'],
+      ['schema_violation', 'error', 'props_long.amount'],
+    ]);
 
     // webapp: every event rejected by the plan is a 400 with the normal body; the event is kept with its verified user.
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 5150 } });
     const bad = webEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 'lots' } });
-    const all = check('POST', '/tg/webapp', await call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [bad] } }), 400);
+    const all = check(
+      'POST',
+      '/tg/webapp',
+      await call(`${srv.url}/tg/webapp`, {
+        method: 'POST',
+        body: { botId: p.botId, auth: { initData }, events: [bad] },
+      }),
+      400,
+    );
     expect(all.body).toMatchObject({ accepted: 0, rejected: 1 });
     const q = await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200);
     expect(q.body.items).toHaveLength(3);
-    expect(q.body.items[0]).toMatchObject({ eventId: bad.eventId, channel: 'webapp', botId: p.botId, userId: '5150', truncated: false, event: bad });
+    expect(q.body.items[0]).toMatchObject({
+      eventId: bad.eventId,
+      channel: 'webapp',
+      botId: p.botId,
+      userId: '5150',
+      truncated: false,
+      event: bad,
+    });
     expect(q.body.items.slice(1).map((i: Json) => i.channel)).toEqual(['bot_api', 'bot_api']);
   });
 
@@ -603,7 +1059,13 @@ describe('event quality', () => {
     const p = await provision(srv.url);
     const base = `/admin/projects/${p.projectId}/quarantine`;
     await adminCall('PUT', PLAN, `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'allow'), 200);
-    for (let i = 0; i < 3; i++) check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [purchase({ propsString: { currency: 'GBP' } }), serverEvent()] }), 202);
+    for (let i = 0; i < 3; i++)
+      check(
+        'POST',
+        '/tg',
+        await postBotApi(srv.url, p.token, { events: [purchase({ propsString: { currency: 'GBP' } }), serverEvent()] }),
+        202,
+      );
     const long = serverEvent({ platformUserId: 'x', propsString: { pad: 'y'.repeat(70_000) } });
     check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [long] }), 400);
 
@@ -617,20 +1079,34 @@ describe('event quality', () => {
     const seen: number[] = [];
     let next: number | null = null;
     do {
-      const page: Res = await adminCall('GET', QUARANTINE, `${base}?limit=3${next === null ? '' : `&before=${next}`}`, undefined, 200);
+      const page: Res = await adminCall(
+        'GET',
+        QUARANTINE,
+        `${base}?limit=3${next === null ? '' : `&before=${next}`}`,
+        undefined,
+        200,
+      );
       seen.push(...page.body.items.map((i: Json) => i.id));
       next = page.body.next;
     } while (next !== null);
     expect(seen).toEqual(first.body.items.map((i: Json) => i.id));
-    expect((await adminCall('GET', QUARANTINE, `${base}?code=schema_violation&limit=1000`, undefined, 200)).body.items).toHaveLength(3);
-    for (const q of ['limit=0', 'limit=1001', 'limit=ten', 'code=Not-A-Code', 'before=0', 'before=x']) await adminCall('GET', QUARANTINE, `${base}?${q}`, undefined, 400, 'bad_request');
+    expect(
+      (await adminCall('GET', QUARANTINE, `${base}?code=schema_violation&limit=1000`, undefined, 200)).body.items,
+    ).toHaveLength(3);
+    for (const q of ['limit=0', 'limit=1001', 'limit=ten', 'code=Not-A-Code', 'before=0', 'before=x'])
+      await adminCall('GET', QUARANTINE, `${base}?${q}`, undefined, 400, 'bad_request');
 
     const summary = await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200);
-    expect(summary.body).toEqual([{ code: 'schema_violation', count: 3 }, { code: 'platform_user_id_invalid', count: 1 }]);
+    expect(summary.body).toEqual([
+      { code: 'schema_violation', count: 3 },
+      { code: 'platform_user_id_invalid', count: 1 },
+    ]);
 
     await adminCall('DELETE', QUARANTINE, `${base}?code=NOPE`, undefined, 400, 'bad_request');
     await adminCall('DELETE', QUARANTINE, `${base}?code=platform_user_id_invalid`, undefined, 204);
-    expect((await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200)).body).toEqual([{ code: 'schema_violation', count: 3 }]);
+    expect((await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200)).body).toEqual([
+      { code: 'schema_violation', count: 3 },
+    ]);
     await adminCall('DELETE', QUARANTINE, base, undefined, 204);
     expect((await adminCall('GET', QUARANTINE, base, undefined, 200)).body).toEqual({ items: [], next: null });
     expect((await adminCall('GET', SUMMARY, `${base}/summary`, undefined, 200)).body).toEqual([]);
@@ -644,18 +1120,31 @@ describe('event quality', () => {
     const cheap = purchase({ propsLong: { amount: 0 } });
     const unplanned = serverEvent({ eventName: 'signup' });
     const broken = serverEvent({ platformUserId: 'not a number' });
-    expect(check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] }), 202).body).toMatchObject({ accepted: 1, rejected: 3 });
+    expect(
+      check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] }), 202)
+        .body,
+    ).toMatchObject({ accepted: 1, rejected: 3 });
     await adminCall('PUT', PLAN, planUrl, plan('block', 'allow', purchaseSchema(0)), 200);
 
     const dry = await adminCall('POST', REPLAY, url, { dryRun: true }, 200);
     expect(dry.body).toEqual({ replayed: 3, accepted: 2, stillRejected: 1, duplicated: 0 });
-    expect((await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body.items).toHaveLength(3);
+    expect(
+      (await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body.items,
+    ).toHaveLength(3);
     const done = await adminCall('POST', REPLAY, url, {}, 200);
     expect(done.body).toEqual(dry.body);
-    const left = (await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body.items;
+    const left = (await adminCall('GET', QUARANTINE, `/admin/projects/${p.projectId}/quarantine`, undefined, 200)).body
+      .items;
     expect(left.map((i: Json) => i.eventId)).toEqual([broken.eventId]);
-    expect((await adminCall('POST', REPLAY, url, { ids: [left[0].id] }, 200)).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
-    expect(check('POST', REPLAY, await call(`${srv.url}${url}`, { method: 'POST', headers: withAdmin() }), 200).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
+    expect((await adminCall('POST', REPLAY, url, { ids: [left[0].id] }, 200)).body).toEqual({
+      replayed: 1,
+      accepted: 0,
+      stillRejected: 1,
+      duplicated: 0,
+    });
+    expect(
+      check('POST', REPLAY, await call(`${srv.url}${url}`, { method: 'POST', headers: withAdmin() }), 200).body,
+    ).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
     await adminCall('POST', REPLAY, url, { dryRun: 'yes' }, 400, 'bad_request');
     await adminCall('POST', REPLAY, url, '{not json', 400, 'bad_request');
     await adminCall('POST', REPLAY, url, { code: 'x'.repeat(MAX_BODY) }, 413, 'payload_too_large');
@@ -663,12 +1152,30 @@ describe('event quality', () => {
     // The allowance: the accepted event used it up, so the replay of the other is refused (a dry run is not).
     const poor = await provision(srv.url, { eventAllowance: 1 });
     await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow'), 200);
-    check('POST', '/tg', await postBotApi(srv.url, poor.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } })] }), 202);
-    await adminCall('PUT', PLAN, `/admin/projects/${poor.projectId}/tracking-plan`, plan('block', 'allow', purchaseSchema(0)), 200);
+    check(
+      'POST',
+      '/tg',
+      await postBotApi(srv.url, poor.token, { events: [purchase(), purchase({ propsLong: { amount: 0 } })] }),
+      202,
+    );
+    await adminCall(
+      'PUT',
+      PLAN,
+      `/admin/projects/${poor.projectId}/tracking-plan`,
+      plan('block', 'allow', purchaseSchema(0)),
+      200,
+    );
     const poorUrl = `/admin/projects/${poor.projectId}/quarantine/replay`;
-    expect((await adminCall('POST', REPLAY, poorUrl, { dryRun: true }, 200)).body).toEqual({ replayed: 1, accepted: 1, stillRejected: 0, duplicated: 0 });
+    expect((await adminCall('POST', REPLAY, poorUrl, { dryRun: true }, 200)).body).toEqual({
+      replayed: 1,
+      accepted: 1,
+      stillRejected: 0,
+      duplicated: 0,
+    });
     await adminCall('POST', REPLAY, poorUrl, {}, 402, 'allowance_exhausted');
-    expect((await adminCall('GET', QUARANTINE, `/admin/projects/${poor.projectId}/quarantine`, undefined, 200)).body.items).toHaveLength(1);
+    expect(
+      (await adminCall('GET', QUARANTINE, `/admin/projects/${poor.projectId}/quarantine`, undefined, 200)).body.items,
+    ).toHaveLength(1);
   });
 });
 
@@ -678,7 +1185,8 @@ describe('event quality', () => {
 /** A Res of the answer to a WebSocket upgrade (the `ws` client's view of it). */
 async function upgradeAnswer(res: IncomingMessage): Promise<Res> {
   const headers = new Headers();
-  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  for (const [k, v] of Object.entries(res.headers))
+    if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
   const chunks: Buffer[] = [];
   for await (const c of res) chunks.push(c as Buffer);
   const text = Buffer.concat(chunks).toString('utf8');
@@ -706,7 +1214,17 @@ describe('the live view', () => {
       ws.once('upgrade', resolve);
       ws.once('error', reject);
     });
-    check('GET', LIVE, { status: upgraded.statusCode!, headers: new Headers(Object.entries(upgraded.headers).map(([k, v]) => [k, String(v)])), text: '', body: undefined }, 101);
+    check(
+      'GET',
+      LIVE,
+      {
+        status: upgraded.statusCode!,
+        headers: new Headers(Object.entries(upgraded.headers).map(([k, v]) => [k, String(v)])),
+        text: '',
+        body: undefined,
+      },
+      101,
+    );
     await opened;
     const signIn = { token: ADMIN_TOKEN };
     expectValid({ $ref: '#/components/schemas/LiveSignIn' }, signIn, 'the sign-in message');
@@ -717,10 +1235,24 @@ describe('the live view', () => {
     };
     await until(() => messages.some((m) => m.type === 'ready'));
     const dup = serverEvent({ propsString: { page: 'home' } });
-    check('POST', '/tg', await postBotApi(srv.url, p.token, { events: [dup, dup, serverEvent({ platformUserId: 'x' }), serverEvent({ eventType: 'zzz' })] }), 202);
+    check(
+      'POST',
+      '/tg',
+      await postBotApi(srv.url, p.token, {
+        events: [dup, dup, serverEvent({ platformUserId: 'x' }), serverEvent({ eventType: 'zzz' })],
+      }),
+      202,
+    );
     await until(() => messages.length >= 5);
-    expect(messages.map((m) => m.type ?? m.status)).toEqual(['ready', 'accepted', 'duplicated', 'rejected', 'accepted']);
-    for (const m of messages) expectValid({ $ref: '#/components/schemas/LiveMessage' }, m, `live message ${JSON.stringify(m).slice(0, 80)}`);
+    expect(messages.map((m) => m.type ?? m.status)).toEqual([
+      'ready',
+      'accepted',
+      'duplicated',
+      'rejected',
+      'accepted',
+    ]);
+    for (const m of messages)
+      expectValid({ $ref: '#/components/schemas/LiveMessage' }, m, `live message ${JSON.stringify(m).slice(0, 80)}`);
     ws.close();
 
     const closeCodes = Object.keys(doc.paths[LIVE].get['x-websocket'].closeCodes).map(Number);
@@ -734,10 +1266,14 @@ describe('the live view', () => {
     const bad = new WebSocket(wsUrl('projectId=nope'));
     bad.on('error', () => undefined);
     const refused = await new Promise<Res>((resolve, reject) => {
-      bad.on('unexpected-response', (req, res) => void upgradeAnswer(res).then((r) => {
-        req.destroy();
-        resolve(r);
-      }, reject));
+      bad.on(
+        'unexpected-response',
+        (req, res) =>
+          void upgradeAnswer(res).then((r) => {
+            req.destroy();
+            resolve(r);
+          }, reject),
+      );
     });
     check('GET', LIVE, refused, 400, 'bad_request');
     check('GET', LIVE, await call(`${srv.url}${LIVE}?projectId=${p.projectId}`), 404, 'not_found');
@@ -753,7 +1289,8 @@ describe('probes, metrics, the page', () => {
     expect(metrics.text).toContain('# TYPE');
     check('GET', '/admin/', await call(`${srv.url}/admin/`), 200);
     check('GET', '/admin', await call(`${srv.url}/admin`), 200);
-    const assets = doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema.enum as string[];
+    const assets = doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema
+      .enum as string[];
     for (const file of assets) check('GET', '/admin/page/{file}', await call(`${srv.url}/admin/page/${file}`), 200);
   });
 });
@@ -761,18 +1298,47 @@ describe('probes, metrics, the page', () => {
 // ---------------------------------------------------------------------------------------------
 // Both directions: every route is documented, every documented operation was exercised.
 
-/** The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts register (other than the 405/404 fallbacks). */
+/**
+ * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts
+ * register (other than the 405/404 fallbacks).
+ */
 const ROUTES = [
-  'POST /tg', 'POST /messenger', 'POST /tg/webapp', 'OPTIONS /tg/webapp', 'POST /messenger/webapp', 'OPTIONS /messenger/webapp',
-  'POST /admin/projects', 'GET /admin/projects', 'GET /admin/projects/{projectId}', 'PATCH /admin/projects/{projectId}',
-  'GET /admin/projects/{projectId}/usage', 'GET /admin/projects/{projectId}/reports/revenue', 'GET /admin/projects/{projectId}/stats',
-  'GET /admin/projects/{projectId}/bots', 'POST /admin/bots', 'GET /admin/bots', 'GET /admin/bots/{botId}', 'PATCH /admin/bots/{botId}',
-  'POST /admin/bots/{botId}/tokens', 'GET /admin/bots/{botId}/tokens', 'DELETE /admin/tokens/{tokenId}',
-  'PUT /admin/projects/{projectId}/tracking-plan', 'GET /admin/projects/{projectId}/tracking-plan', 'DELETE /admin/projects/{projectId}/tracking-plan',
-  'GET /admin/projects/{projectId}/quarantine', 'DELETE /admin/projects/{projectId}/quarantine', 'GET /admin/projects/{projectId}/quarantine/summary',
-  'POST /admin/projects/{projectId}/quarantine/replay', 'GET /admin/live',
-  'GET /admin/', 'GET /admin', 'GET /admin/page/{file}',
-  'GET /openapi.json', 'GET /metrics', 'GET /healthz', 'GET /readyz',
+  'POST /tg',
+  'POST /messenger',
+  'POST /tg/webapp',
+  'OPTIONS /tg/webapp',
+  'POST /messenger/webapp',
+  'OPTIONS /messenger/webapp',
+  'POST /admin/projects',
+  'GET /admin/projects',
+  'GET /admin/projects/{projectId}',
+  'PATCH /admin/projects/{projectId}',
+  'GET /admin/projects/{projectId}/usage',
+  'GET /admin/projects/{projectId}/reports/revenue',
+  'GET /admin/projects/{projectId}/stats',
+  'GET /admin/projects/{projectId}/bots',
+  'POST /admin/bots',
+  'GET /admin/bots',
+  'GET /admin/bots/{botId}',
+  'PATCH /admin/bots/{botId}',
+  'POST /admin/bots/{botId}/tokens',
+  'GET /admin/bots/{botId}/tokens',
+  'DELETE /admin/tokens/{tokenId}',
+  'PUT /admin/projects/{projectId}/tracking-plan',
+  'GET /admin/projects/{projectId}/tracking-plan',
+  'DELETE /admin/projects/{projectId}/tracking-plan',
+  'GET /admin/projects/{projectId}/quarantine',
+  'DELETE /admin/projects/{projectId}/quarantine',
+  'GET /admin/projects/{projectId}/quarantine/summary',
+  'POST /admin/projects/{projectId}/quarantine/replay',
+  'GET /admin/live',
+  'GET /admin/',
+  'GET /admin',
+  'GET /admin/page/{file}',
+  'GET /openapi.json',
+  'GET /metrics',
+  'GET /healthz',
+  'GET /readyz',
 ];
 
 describe('coverage', () => {
@@ -788,12 +1354,18 @@ describe('coverage', () => {
         expect(ROUTES, `${route} (registered in the source)`).toContain(route);
       }
     }
-    for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g)) expect(ROUTES, `${p} (app/routes.ts)`).toContain(`POST ${p}`);
+    for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g))
+      expect(ROUTES, `${p} (app/routes.ts)`).toContain(`POST ${p}`);
     // The live view is a WebSocket route of uWS itself, answering GET.
     expect(app).toContain('p.live.mount(server.app, PATHS.adminLive)');
     expect(ROUTES).toContain(`GET ${PATHS.adminLive}`);
     const assets = Object.keys(PAGE_ASSETS);
-    expect(doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema.enum.sort()).toEqual(assets.sort());
+    expect(
+      doc.paths['/admin/page/{file}'].get.parameters
+        .map(deref)
+        .find((p: Json) => p.name === 'file')
+        .schema.enum.sort(),
+    ).toEqual(assets.sort());
 
     const documented = [...operations()].map(([m, p]) => `${m} ${p}`);
     expect(documented.sort()).toEqual([...ROUTES].sort());
@@ -808,7 +1380,10 @@ describe('coverage', () => {
       const statuses = Object.keys(op.responses).map(Number);
       for (const s of seen!) expect(statuses, `${key} ${s}`).toContain(s);
       const success = statuses.filter((s) => s < 300);
-      expect(success.some((s) => seen!.has(s)), `${key}: a success seen`).toBe(true);
+      expect(
+        success.some((s) => seen!.has(s)),
+        `${key}: a success seen`,
+      ).toBe(true);
       const missing = statuses.filter((s) => !seen!.has(s));
       if (missing.length > 0) unseen.push(`${key}: ${missing.join(', ')}`);
     }

@@ -26,12 +26,17 @@ const lastMonth = () => {
   const now = new Date();
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15, 12)).toISOString();
 };
-const partitions = async () => (await db.sql<{ name: string }[]>`
-  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`).map((r) => r.name);
+const partitions = async () =>
+  (
+    await db.sql<{ name: string }[]>`
+  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`
+  ).map((r) => r.name);
 
 describe('partitions', () => {
   it('are monthly, made from the previous month to two months ahead, each with its unique index', async () => {
-    expect(await partitions()).toEqual(expect.arrayContaining([monthName(-1), monthName(0), monthName(1), monthName(2)]));
+    expect(await partitions()).toEqual(
+      expect.arrayContaining([monthName(-1), monthName(0), monthName(1), monthName(2)]),
+    );
     const [kind] = await db.sql`SELECT relkind FROM pg_class WHERE relname = 'events'`;
     expect(kind!.relkind).toBe('p');
     const indexes = await db.sql`SELECT indexname FROM pg_indexes WHERE tablename = ${monthName(0)} ORDER BY 1`;
@@ -44,13 +49,18 @@ describe('deduplication across a month boundary', () => {
     const p = await provision(srv.url);
     const early = serverEvent({ eventDate: lastMonth() });
     const payment = serverEvent({
-      eventDate: lastMonth(), eventOrigin: 'platform', eventType: 'payment', eventName: 'successful_payment',
-      propsString: { 'tg.currency': 'EUR', 'tg.provider_payment_charge_id': 'charge-across' }, propsLong: { 'tg.total_amount': 700 },
+      eventDate: lastMonth(),
+      eventOrigin: 'platform',
+      eventType: 'payment',
+      eventName: 'successful_payment',
+      propsString: { 'tg.currency': 'EUR', 'tg.provider_payment_charge_id': 'charge-across' },
+      propsLong: { 'tg.total_amount': 700 },
     });
     expect((await postBotApi(srv.url, p.token, { events: [early, payment] })).body.accepted).toBe(2);
     // As if they had arrived last month: the rows move to last month's partition.
     await db.sql`UPDATE events SET received_at = received_at - interval '1 month' WHERE event_id IN (${early.eventId}, ${payment.eventId})`;
-    const [{ part }] = await db.sql`SELECT tableoid::regclass::text AS part FROM events WHERE event_id = ${early.eventId}`;
+    const [{ part }] =
+      await db.sql`SELECT tableoid::regclass::text AS part FROM events WHERE event_id = ${early.eventId}`;
     expect(part).toBe(monthName(-1));
     const usageBefore = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
 
@@ -59,13 +69,20 @@ describe('deduplication across a month boundary', () => {
     const again = await postBotApi(srv.url, p.token, { events: [early, payment, fresh] });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ accepted: 3, rejected: 0 });
-    const rows = await db.sql`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY 1`;
-    expect(Object.fromEntries(rows.map((r) => [r.event_id, r.n]))).toEqual({ [early.eventId]: 1, [payment.eventId]: 1, [fresh.eventId]: 1 });
+    const rows =
+      await db.sql`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY 1`;
+    expect(Object.fromEntries(rows.map((r) => [r.event_id, r.n]))).toEqual({
+      [early.eventId]: 1,
+      [payment.eventId]: 1,
+      [fresh.eventId]: 1,
+    });
     const usage = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
     expect(usage.eventsStored - usageBefore.eventsStored).toBe(1);
     expect(usage.eventsBilled - usageBefore.eventsBilled).toBe(1);
     // The revenue report reads every partition.
-    expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue`)).body).toEqual([{ currency: 'EUR', totalAmount: 700 }]);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue`)).body).toEqual([
+      { currency: 'EUR', totalAmount: 700 },
+    ]);
   });
 });
 

@@ -27,26 +27,99 @@ afterAll(async () => {
 const weird = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme' }),
-  fc.constantFrom('', '\u0000', 'a\tb\nc\\d', '\\N', '\ud800', '\udc00x', '👋', 'x'.repeat(5000), '__proto__', 'constructor', '$os', 'tg.total_amount', 'tg.chat_id'),
+  fc.constantFrom(
+    '',
+    '\u0000',
+    'a\tb\nc\\d',
+    '\\N',
+    '\ud800',
+    '\udc00x',
+    '👋',
+    'x'.repeat(5000),
+    '__proto__',
+    'constructor',
+    '$os',
+    'tg.total_amount',
+    'tg.chat_id',
+  ),
 );
-const anyValue = fc.oneof(weird, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.bigInt().map(String), // biome-ignore lint/correctness/noPrecisionLoss: a value past 2^53, as a client may send it.
-  fc.constant(9007199254740993), fc.array(fc.integer(), { maxLength: 2 }));
-const key = fc.oneof(fc.constantFrom('k', 'plan', 'a.b', '_x', 'tg.currency', 'tg.total_amount', 'tg.chat_id', 'tg.message_id', 'tg.update_id', '$reserved', '1bad', 'bad-key', '__proto__', 'constructor'), weird);
-const bucket = fc.oneof({ weight: 6, arbitrary: fc.dictionary(key, anyValue, { maxKeys: 6 }) }, { weight: 1, arbitrary: anyValue });
+const anyValue = fc.oneof(
+  weird,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.bigInt().map(String), // biome-ignore lint/correctness/noPrecisionLoss: a value past 2^53, as a client may send it.
+  fc.constant(9007199254740993),
+  fc.array(fc.integer(), { maxLength: 2 }),
+);
+const key = fc.oneof(
+  fc.constantFrom(
+    'k',
+    'plan',
+    'a.b',
+    '_x',
+    'tg.currency',
+    'tg.total_amount',
+    'tg.chat_id',
+    'tg.message_id',
+    'tg.update_id',
+    '$reserved',
+    '1bad',
+    'bad-key',
+    '__proto__',
+    'constructor',
+  ),
+  weird,
+);
+const bucket = fc.oneof(
+  { weight: 6, arbitrary: fc.dictionary(key, anyValue, { maxKeys: 6 }) },
+  { weight: 1, arbitrary: anyValue },
+);
 
 /** Mostly valid, sometimes not: every branch is reached, and enough events get through. */
-const mostly = <T, U>(valid: fc.Arbitrary<T>, invalid: fc.Arbitrary<U>) => fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: invalid });
-const goodName = fc.oneof(fc.constantFrom('start', 'button_click', 'successful_payment'), fc.string({ minLength: 1 }), weird.filter((x) => x !== ''));
-const goodDate = fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString());
+const mostly = <T, U>(valid: fc.Arbitrary<T>, invalid: fc.Arbitrary<U>) =>
+  fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: invalid });
+const goodName = fc.oneof(
+  fc.constantFrom('start', 'button_click', 'successful_payment'),
+  fc.string({ minLength: 1 }),
+  weird.filter((x) => x !== ''),
+);
+const goodDate = fc
+  .date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true })
+  .map((d) => d.toISOString());
 
 const event = fc.record(
   {
-    eventId: fc.oneof({ weight: 12, arbitrary: fc.constant('fresh') }, { weight: 3, arbitrary: fc.constant('dup') }, { weight: 1, arbitrary: weird }),
+    eventId: fc.oneof(
+      { weight: 12, arbitrary: fc.constant('fresh') },
+      { weight: 3, arbitrary: fc.constant('dup') },
+      { weight: 1, arbitrary: weird },
+    ),
     eventName: mostly(goodName, fc.oneof(fc.constant(''), fc.integer())),
-    eventDate: mostly(goodDate, fc.constantFrom('2026-01-01 10:00', '2026-02-30T00:00:00Z', 'yesterday', '+275760-09-13T00:00:00Z')),
-    eventType: mostly(fc.constantFrom('message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'), weird),
+    eventDate: mostly(
+      goodDate,
+      fc.constantFrom('2026-01-01 10:00', '2026-02-30T00:00:00Z', 'yesterday', '+275760-09-13T00:00:00Z'),
+    ),
+    eventType: mostly(
+      fc.constantFrom(
+        'message',
+        'interaction',
+        'payment',
+        'membership',
+        'business',
+        'poll',
+        'reaction',
+        'boost',
+        'platform',
+      ),
+      weird,
+    ),
     eventOrigin: mostly(fc.constantFrom('platform', 'custom'), fc.constant('native')),
-    platformUserId: mostly(fc.bigInt({ min: 1n, max: 9223372036854775807n }).map(String), fc.oneof(fc.constantFrom('0', '-1', '9223372036854775808', 'abc'), fc.integer())),
+    platformUserId: mostly(
+      fc.bigInt({ min: 1n, max: 9223372036854775807n }).map(String),
+      fc.oneof(fc.constantFrom('0', '-1', '9223372036854775808', 'abc'), fc.integer()),
+    ),
     text: mostly(weird, fc.integer()),
     propsString: bucket,
     propsLong: bucket,
@@ -70,11 +143,16 @@ function materialize(events: Record<string, unknown>[]): Record<string, unknown>
 
 /** The COPY text rows of the pure pipeline, as column → value. */
 function copyRows(bytes: Uint8Array): Record<string, string | null>[] {
-  const unescaped = (v: string) => (v === '\\N' ? null : v.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r' })[c] ?? c));
-  return new TextDecoder().decode(bytes).split('\n').filter((l) => l !== '').map((line) => {
-    const cols = line.split('\t').map(unescaped);
-    return Object.fromEntries(EVENT_COLUMNS.map((c, i) => [c, cols[i] ?? null]));
-  });
+  const unescaped = (v: string) =>
+    v === '\\N' ? null : v.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r' })[c] ?? c);
+  return new TextDecoder()
+    .decode(bytes)
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((line) => {
+      const cols = line.split('\t').map(unescaped);
+      return Object.fromEntries(EVENT_COLUMNS.map((c, i) => [c, cols[i] ?? null]));
+    });
 }
 
 describe('random batches on bot_api', () => {
@@ -85,7 +163,14 @@ describe('random batches on bot_api', () => {
         const events = materialize(raw as Record<string, unknown>[]);
         const body = JSON.stringify({ events });
         const res = await call(`${srv.url}/tg`, { method: 'POST', headers: { 'x-api-key': p.token }, body });
-        const oracle = processBotApiBatch(JSON.parse(body), { projectId: p.projectId, botId: p.botId, receivedAt: new Date().toISOString(), channel: 'bot_api', connection: 'token:test', userId: null });
+        const oracle = processBotApiBatch(JSON.parse(body), {
+          projectId: p.projectId,
+          botId: p.botId,
+          receivedAt: new Date().toISOString(),
+          channel: 'bot_api',
+          connection: 'token:test',
+          userId: null,
+        });
         seen.runs++;
         if (!oracle.ok) {
           seen.refused++;
@@ -105,7 +190,9 @@ describe('random batches on bot_api', () => {
         expect(r.diagnostics).toEqual(b.diagnostics);
 
         const expected = copyRows(b.rows);
-        const ids = events.map((e) => e.eventId).filter((id): id is string => typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id));
+        const ids = events
+          .map((e) => e.eventId)
+          .filter((id): id is string => typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id));
         const stored = await db.sql<Record<string, unknown>[]>`
           SELECT event_id::text, event_name, event_type, to_char(event_date AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS event_date,
                  platform_user_id::text, origin, text, props_string::text, props_long::text, props_float::text, props_bool::text, tg::text, billed
@@ -115,17 +202,27 @@ describe('random batches on bot_api', () => {
         const byId = new Map(stored.map((s) => [s.event_id as string, s]));
         expect(byId.size).toBe(stored.length);
         // Rejected events (an error diagnostic) are not stored.
-        for (const d of r.diagnostics) if (d.severity === 'error' && typeof d.event_id === 'string' && /^[0-9a-f-]{36}$/i.test(d.event_id)) {
-          const sameId = events.filter((e) => typeof e.eventId === 'string' && e.eventId.toLowerCase() === d.event_id.toLowerCase());
-          if (sameId.length === 1) expect(byId.has(d.event_id.toLowerCase())).toBe(false);
-        }
+        for (const d of r.diagnostics)
+          if (d.severity === 'error' && typeof d.event_id === 'string' && /^[0-9a-f-]{36}$/i.test(d.event_id)) {
+            const sameId = events.filter(
+              (e) => typeof e.eventId === 'string' && e.eventId.toLowerCase() === d.event_id.toLowerCase(),
+            );
+            if (sameId.length === 1) expect(byId.has(d.event_id.toLowerCase())).toBe(false);
+          }
         // With the values the pipeline repaired (jsonb is compared as JSON).
         const json = (v: unknown) => (v === null ? null : JSON.parse(v as string));
         for (const e of expected) {
           const s = byId.get(e.event_id!)!;
           expect(s).toBeDefined();
-          expect([s.event_name, s.event_type, s.platform_user_id, s.origin, s.text]).toEqual([e.event_name, e.event_type, e.platform_user_id, e.origin, e.text]);
-          for (const c of ['props_string', 'props_long', 'props_float', 'props_bool', 'tg'] as const) expect(json(s[c])).toEqual(json(e[c]));
+          expect([s.event_name, s.event_type, s.platform_user_id, s.origin, s.text]).toEqual([
+            e.event_name,
+            e.event_type,
+            e.platform_user_id,
+            e.origin,
+            e.text,
+          ]);
+          for (const c of ['props_string', 'props_long', 'props_float', 'props_bool', 'tg'] as const)
+            expect(json(s[c])).toEqual(json(e[c]));
         }
       }),
       { numRuns: 60, interruptAfterTimeLimit: 60_000 },

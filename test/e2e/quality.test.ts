@@ -13,7 +13,12 @@ let srv: RunningServer;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, RATE_LIMIT_BURST: '100000', QUARANTINE_MAX_EVENTS: '5', QUARANTINE_PRUNE_EVERY_MS: '300' });
+  srv = await startServer(db.url, {
+    INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+    RATE_LIMIT_BURST: '100000',
+    QUARANTINE_MAX_EVENTS: '5',
+    QUARANTINE_PRUNE_EVERY_MS: '300',
+  });
 });
 afterAll(async () => {
   await srv?.stop();
@@ -29,10 +34,22 @@ const purchaseSchema = {
     propsString: { type: 'object', required: ['currency'], properties: { currency: { enum: ['USD', 'EUR', 'XTR'] } } },
   },
 };
-const plan = (mode: 'warn' | 'block', unplannedEvents: 'allow' | 'warn' | 'block') => ({ mode, unplannedEvents, events: { purchase: purchaseSchema, open: { type: 'object' } } });
-const purchase = (over: Record<string, unknown> = {}) => serverEvent({ eventName: 'purchase', eventType: 'payment', propsLong: { amount: 100 }, propsString: { currency: 'USD' }, ...over });
+const plan = (mode: 'warn' | 'block', unplannedEvents: 'allow' | 'warn' | 'block') => ({
+  mode,
+  unplannedEvents,
+  events: { purchase: purchaseSchema, open: { type: 'object' } },
+});
+const purchase = (over: Record<string, unknown> = {}) =>
+  serverEvent({
+    eventName: 'purchase',
+    eventType: 'payment',
+    propsLong: { amount: 100 },
+    propsString: { currency: 'USD' },
+    ...over,
+  });
 const usage = async (p: Provisioned) => (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
-const quarantine = async (p: Provisioned, query = '') => (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/quarantine${query}`)).body;
+const quarantine = async (p: Provisioned, query = '') =>
+  (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/quarantine${query}`)).body;
 
 describe('tracking plans: the admin API', () => {
   it('stores a plan with a version per project, returns it, refuses what ajv cannot compile or what is too large, and deletes it', async () => {
@@ -43,19 +60,42 @@ describe('tracking plans: the admin API', () => {
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ ...plan('warn', 'allow'), version: 1, updatedAt: expect.any(String) });
     expect((await admin(srv.url, 'PUT', url, plan('block', 'warn'))).body.version).toBe(2);
-    expect((await admin(srv.url, 'GET', url)).body).toMatchObject({ mode: 'block', unplannedEvents: 'warn', version: 2 });
+    expect((await admin(srv.url, 'GET', url)).body).toMatchObject({
+      mode: 'block',
+      unplannedEvents: 'warn',
+      version: 2,
+    });
 
-    const broken = await admin(srv.url, 'PUT', url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'integr' } } });
+    const broken = await admin(srv.url, 'PUT', url, {
+      mode: 'block',
+      unplannedEvents: 'allow',
+      events: { purchase: { type: 'integr' } },
+    });
     expect(broken.status).toBe(400);
-    expect(broken.body).toMatchObject({ error: 'bad_request', details: { eventName: 'purchase', error: expect.stringContaining('type') } });
-    const typo = await admin(srv.url, 'PUT', url, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object', requird: ['x'] } } });
+    expect(broken.body).toMatchObject({
+      error: 'bad_request',
+      details: { eventName: 'purchase', error: expect.stringContaining('type') },
+    });
+    const typo = await admin(srv.url, 'PUT', url, {
+      mode: 'block',
+      unplannedEvents: 'allow',
+      events: { purchase: { type: 'object', requird: ['x'] } },
+    });
     expect(typo.status).toBe(400);
     expect(typo.body.details.error).toContain('requird');
-    const huge = { mode: 'warn', unplannedEvents: 'allow', events: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`event_${i}`, { type: 'object', description: 'x'.repeat(80) }])) };
+    const huge = {
+      mode: 'warn',
+      unplannedEvents: 'allow',
+      events: Object.fromEntries(
+        Array.from({ length: 3000 }, (_, i) => [`event_${i}`, { type: 'object', description: 'x'.repeat(80) }]),
+      ),
+    };
     const tooLarge = await admin(srv.url, 'PUT', url, huge);
     expect([tooLarge.status, tooLarge.body.error]).toEqual([400, 'bad_request']);
     expect(tooLarge.body.details).toEqual({ maxBytes: 262144 });
-    expect((await admin(srv.url, 'PUT', url, { mode: 'strict', unplannedEvents: 'allow', events: {} })).status).toBe(400);
+    expect((await admin(srv.url, 'PUT', url, { mode: 'strict', unplannedEvents: 'allow', events: {} })).status).toBe(
+      400,
+    );
     expect((await admin(srv.url, 'GET', url)).body.version).toBe(2);
 
     expect((await admin(srv.url, 'DELETE', url)).status).toBe(204);
@@ -70,10 +110,16 @@ describe('tracking plans at the door', () => {
     const p = await provision(srv.url);
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('warn', 'warn'));
     const bad = purchase({ eventType: 'message', propsLong: { amount: 0 }, propsString: { currency: 'RUB' } });
-    const r = await postBotApi(srv.url, p.token, { events: [bad, purchase(), serverEvent({ eventName: 'unknown_thing' })] });
+    const r = await postBotApi(srv.url, p.token, {
+      events: [bad, purchase(), serverEvent({ eventName: 'unknown_thing' })],
+    });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 3, rejected: 0 });
-    expect(r.body.diagnostics.map((d: { code: string; severity: string; path: string }) => [d.code, d.severity, d.path]).sort()).toEqual([
+    expect(
+      r.body.diagnostics
+        .map((d: { code: string; severity: string; path: string }) => [d.code, d.severity, d.path])
+        .sort(),
+    ).toEqual([
       ['event_unplanned', 'warning', 'event_name'],
       ['schema_violation', 'warning', 'event_type'],
       ['schema_violation', 'warning', 'props_long.amount'],
@@ -86,21 +132,39 @@ describe('tracking plans at the door', () => {
   it('mode block: violations and unplanned events are errors, rejected, quarantined and not billed', async () => {
     const p = await provision(srv.url);
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'block'));
-    const many = purchase({ propsLong: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`n${i}`, i])), eventType: 'message', propsString: {} });
+    const many = purchase({
+      propsLong: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`n${i}`, i])),
+      eventType: 'message',
+      propsString: {},
+    });
     const unplanned = serverEvent({ eventName: 'unknown_thing' });
     const r = await postBotApi(srv.url, p.token, { events: [purchase(), many, unplanned] });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 1, rejected: 2 });
-    const codes = r.body.diagnostics.map((d: { code: string; severity: string; event_id: string }) => [d.event_id, d.code, d.severity]);
+    const codes = r.body.diagnostics.map((d: { code: string; severity: string; event_id: string }) => [
+      d.event_id,
+      d.code,
+      d.severity,
+    ]);
     expect(codes).toContainEqual([unplanned.eventId, 'event_unplanned', 'error']);
     expect(codes.filter((c: string[]) => c[0] === many.eventId).length).toBeLessThanOrEqual(10);
-    expect(codes.filter((c: string[]) => c[0] === many.eventId).every((c: string[]) => c[1] === 'schema_violation' && c[2] === 'error')).toBe(true);
+    expect(
+      codes
+        .filter((c: string[]) => c[0] === many.eventId)
+        .every((c: string[]) => c[1] === 'schema_violation' && c[2] === 'error'),
+    ).toBe(true);
     expect(await usage(p)).toMatchObject({ eventsStored: 1, eventsBilled: 1 });
     const q = await quarantine(p);
     expect(q.items.map((i: { eventId: string }) => i.eventId).sort()).toEqual([many.eventId, unplanned.eventId].sort());
     const item = q.items.find((i: { eventId: string }) => i.eventId === unplanned.eventId);
     expect(item).toEqual({
-      id: expect.any(Number), eventId: unplanned.eventId, receivedAt: expect.any(String), channel: 'bot_api', botId: p.botId, userId: null, truncated: false,
+      id: expect.any(Number),
+      eventId: unplanned.eventId,
+      receivedAt: expect.any(String),
+      channel: 'bot_api',
+      botId: p.botId,
+      userId: null,
+      truncated: false,
       diagnostics: [expect.objectContaining({ code: 'event_unplanned', severity: 'error', path: 'event_name' })],
       event: unplanned,
     });
@@ -112,9 +176,23 @@ describe('tracking plans at the door', () => {
     const p = await provision(srv.url);
     await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'allow'));
     const initData = makeInitData(signer, { messengerBotId: p.messengerBotId, user: { id: 5150 } });
-    const bad = { eventId: randomUUID(), eventName: 'purchase', eventDate: '2026-11-22T10:00:00Z', eventType: 'payment', propsLong: { amount: 'lots' } };
-    const good = { eventId: randomUUID(), eventName: 'whatever', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' };
-    const r = await call(`${srv.url}/tg/webapp`, { method: 'POST', body: { botId: p.botId, auth: { initData }, events: [bad, good] } });
+    const bad = {
+      eventId: randomUUID(),
+      eventName: 'purchase',
+      eventDate: '2026-11-22T10:00:00Z',
+      eventType: 'payment',
+      propsLong: { amount: 'lots' },
+    };
+    const good = {
+      eventId: randomUUID(),
+      eventName: 'whatever',
+      eventDate: '2026-11-22T10:00:00Z',
+      eventType: 'interaction',
+    };
+    const r = await call(`${srv.url}/tg/webapp`, {
+      method: 'POST',
+      body: { botId: p.botId, auth: { initData }, events: [bad, good] },
+    });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ accepted: 1, rejected: 1 });
     const [item] = (await quarantine(p)).items;
@@ -123,7 +201,9 @@ describe('tracking plans at the door', () => {
 
   it('no plan: everything as before', async () => {
     const p = await provision(srv.url);
-    const r = await postBotApi(srv.url, p.token, { events: [purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'anything' })] });
+    const r = await postBotApi(srv.url, p.token, {
+      events: [purchase({ propsLong: { amount: 0 } }), serverEvent({ eventName: 'anything' })],
+    });
     expect(r.body).toMatchObject({ accepted: 2, rejected: 0, diagnostics: [] });
   });
 });
@@ -152,13 +232,15 @@ describe('the quarantine', () => {
     expect(whole).toMatchObject({ truncated: false, event: JSON.parse(JSON.stringify(noUser)) });
     expect(await usage(p)).toMatchObject({ eventsStored: 0, eventsBilled: 0 });
     expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/quarantine/summary`)).body).toEqual([
-      { code: 'event_missing_identity', count: 1 }, { code: 'platform_user_id_invalid', count: 1 },
+      { code: 'event_missing_identity', count: 1 },
+      { code: 'platform_user_id_invalid', count: 1 },
     ]);
   });
 
   it('lists newest first with a cursor, filters by code, and deletes by code', async () => {
     const p = await provision(srv.url);
-    for (let i = 0; i < 3; i++) await postBotApi(srv.url, p.token, { events: [serverEvent(), serverEvent({ eventOrigin: 'nope' })] });
+    for (let i = 0; i < 3; i++)
+      await postBotApi(srv.url, p.token, { events: [serverEvent(), serverEvent({ eventOrigin: 'nope' })] });
     await postBotApi(srv.url, p.token, { events: [serverEvent(), serverEvent({ platformUserId: undefined })] });
     const page1 = await quarantine(p, '?limit=2');
     expect(page1.items).toHaveLength(2);
@@ -169,8 +251,12 @@ describe('the quarantine', () => {
     expect(page2.items[0].id).toBeLessThan(page1.items[1].id);
     expect((await quarantine(p, '?code=event_origin_invalid')).items).toHaveLength(3);
     expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/quarantine?limit=1001`)).status).toBe(400);
-    expect((await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/quarantine?code=event_origin_invalid`)).status).toBe(204);
-    expect((await quarantine(p)).items.map((i: { diagnostics: { code: string }[] }) => i.diagnostics[0]!.code)).toEqual(['event_missing_identity']);
+    expect(
+      (await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/quarantine?code=event_origin_invalid`)).status,
+    ).toBe(204);
+    expect((await quarantine(p)).items.map((i: { diagnostics: { code: string }[] }) => i.diagnostics[0]!.code)).toEqual(
+      ['event_missing_identity'],
+    );
   });
 
   it('stays bounded per project: the oldest go first', async () => {
@@ -205,7 +291,9 @@ describe('the quarantine', () => {
     try {
       let kept: string[] = [];
       for (let i = 0; i < 50; i++) {
-        kept = (await db.sql<{ id: string }[]>`SELECT id::text FROM quarantine WHERE project_id = ${p.projectId} ORDER BY id`).map((r) => r.id);
+        kept = (
+          await db.sql<{ id: string }[]>`SELECT id::text FROM quarantine WHERE project_id = ${p.projectId} ORDER BY id`
+        ).map((r) => r.id);
         if (kept.length === 5) break;
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -226,7 +314,11 @@ describe('replay', () => {
     const r = await postBotApi(srv.url, p.token, { events: [cheap, unplanned, broken, purchase()] });
     expect(r.body).toMatchObject({ accepted: 1, rejected: 3 });
     // The same id as a quarantined event, stored meanwhile by a fixed sender.
-    await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'allow', events: { purchase: { type: 'object' } } });
+    await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, {
+      mode: 'block',
+      unplannedEvents: 'allow',
+      events: { purchase: { type: 'object' } },
+    });
     expect((await postBotApi(srv.url, p.token, { events: [cheap] })).body.accepted).toBe(1);
 
     const url = `/admin/projects/${p.projectId}/quarantine/replay`;
@@ -241,12 +333,25 @@ describe('replay', () => {
     const left = (await quarantine(p)).items;
     expect(left.map((i: { eventId: string }) => i.eventId)).toEqual([broken.eventId]);
     expect(left[0].diagnostics.map((d: { code: string }) => d.code)).toEqual(['platform_user_id_invalid']);
-    expect(await usage(p)).toMatchObject({ eventsStored: before.eventsStored + 1, eventsBilled: before.eventsBilled + 1 });
+    expect(await usage(p)).toMatchObject({
+      eventsStored: before.eventsStored + 1,
+      eventsBilled: before.eventsBilled + 1,
+    });
     const [row] = await db.sql`SELECT channel, bot_id FROM events WHERE event_id = ${unplanned.eventId}`;
     expect(row).toEqual({ channel: 'bot_api', bot_id: p.botId });
     // By id, and nothing left to do.
-    expect((await admin(srv.url, 'POST', url, { ids: [left[0].id] })).body).toEqual({ replayed: 1, accepted: 0, stillRejected: 1, duplicated: 0 });
-    expect((await admin(srv.url, 'POST', url, { code: 'schema_violation' })).body).toEqual({ replayed: 0, accepted: 0, stillRejected: 0, duplicated: 0 });
+    expect((await admin(srv.url, 'POST', url, { ids: [left[0].id] })).body).toEqual({
+      replayed: 1,
+      accepted: 0,
+      stillRejected: 1,
+      duplicated: 0,
+    });
+    expect((await admin(srv.url, 'POST', url, { code: 'schema_violation' })).body).toEqual({
+      replayed: 0,
+      accepted: 0,
+      stillRejected: 0,
+      duplicated: 0,
+    });
     const m = (await admin(srv.url, 'GET', '/metrics')).text;
     expect(m).toMatch(/tg_ingest_replayed_events_total\{outcome="accepted"\} [1-9]/);
     expect(m).toMatch(/tg_ingest_quarantined_events_total\{code="schema_violation"\} [1-9]/);
@@ -256,7 +361,11 @@ describe('replay', () => {
 describe('replay past the allowance', () => {
   it('402 once the allowance runs out: what was stored leaves the quarantine, the rest stays for the next replay', async () => {
     const p = await provision(srv.url, { eventAllowance: 3 });
-    await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, { mode: 'block', unplannedEvents: 'block', events: {} });
+    await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, {
+      mode: 'block',
+      unplannedEvents: 'block',
+      events: {},
+    });
     const sent = Array.from({ length: 5 }, () => serverEvent({ eventName: 'signup' }));
     expect((await postBotApi(srv.url, p.token, { events: sent })).body).toMatchObject({ accepted: 0, rejected: 5 });
     await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/tracking-plan`);
@@ -264,14 +373,26 @@ describe('replay past the allowance', () => {
     const url = `/admin/projects/${p.projectId}/quarantine/replay`;
     const refused = await admin(srv.url, 'POST', url, {});
     expect([refused.status, refused.body.error]).toEqual([402, 'allowance_exhausted']);
-    const stored = (await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`).map((r) => r.event_id);
+    const stored = (
+      await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`
+    ).map((r) => r.event_id);
     expect(stored).toHaveLength(3);
     expect(await usage(p)).toMatchObject({ eventsBilled: 3, eventsStored: 3 });
     const left = (await quarantine(p)).items.map((i: { eventId: string }) => i.eventId);
-    expect(left.sort()).toEqual(sent.map((e) => e.eventId as string).filter((id) => !stored.includes(id)).sort());
+    expect(left.sort()).toEqual(
+      sent
+        .map((e) => e.eventId as string)
+        .filter((id) => !stored.includes(id))
+        .sort(),
+    );
 
     await admin(srv.url, 'PATCH', `/admin/projects/${p.projectId}`, { eventAllowance: 10 });
-    expect((await admin(srv.url, 'POST', url, {})).body).toEqual({ replayed: 2, accepted: 2, stillRejected: 0, duplicated: 0 });
+    expect((await admin(srv.url, 'POST', url, {})).body).toEqual({
+      replayed: 2,
+      accepted: 2,
+      stillRejected: 0,
+      duplicated: 0,
+    });
     expect((await quarantine(p)).items).toHaveLength(0);
     expect(await usage(p)).toMatchObject({ eventsBilled: 5, eventsStored: 5 });
   });
@@ -282,7 +403,9 @@ describe('a changed plan on another instance', () => {
     const other = await startServer(db.url, { AUTH_CACHE_TTL_MS: '300', RATE_LIMIT_BURST: '100000' });
     try {
       const p = await provision(srv.url);
-      expect((await postBotApi(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted).toBe(1);
+      expect((await postBotApi(other.url, p.token, { events: [serverEvent({ eventName: 'x' })] })).body.accepted).toBe(
+        1,
+      );
       await admin(srv.url, 'PUT', `/admin/projects/${p.projectId}/tracking-plan`, plan('block', 'block'));
       const changed = Date.now();
       let accepted = 1;

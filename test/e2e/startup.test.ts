@@ -20,8 +20,17 @@ afterAll(async () => {
 });
 
 describe('start-up', () => {
-  it.each([['PORT', 'http'], ['WORKERS', '-2'], ['INITDATA_PUBLIC_KEYS', 'zz'], ['LOG_LEVEL', 'chatty']])('stops on %s=%s with a message naming it', (name, value) => {
-    const r = spawnSync(process.execPath, [MAIN], { env: { PATH: process.env.PATH, DATABASE_URL: db.url, [name]: value }, encoding: 'utf8', timeout: 20_000 });
+  it.each([
+    ['PORT', 'http'],
+    ['WORKERS', '-2'],
+    ['INITDATA_PUBLIC_KEYS', 'zz'],
+    ['LOG_LEVEL', 'chatty'],
+  ])('stops on %s=%s with a message naming it', (name, value) => {
+    const r = spawnSync(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH, DATABASE_URL: db.url, [name]: value },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(`${name}:`);
   });
@@ -30,8 +39,16 @@ describe('start-up', () => {
     const first = await startServer(db.url);
     try {
       const second = spawnSync(process.execPath, [MAIN], {
-        env: { PATH: process.env.PATH, DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: String(first.port), ADMIN_TOKEN, WORKERS: '1' },
-        encoding: 'utf8', timeout: 20_000,
+        env: {
+          PATH: process.env.PATH,
+          DATABASE_URL: db.url,
+          HOST: '127.0.0.1',
+          PORT: String(first.port),
+          ADMIN_TOKEN,
+          WORKERS: '1',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
       });
       expect(second.status).toBe(1);
       expect(second.stderr).toContain(`cannot listen on 127.0.0.1:${first.port}`);
@@ -60,13 +77,19 @@ describe('embedded PostgreSQL (no DATABASE_URL)', () => {
       expect(first.logs.some((l) => l.path === tokenFile)).toBe(true);
       expect(first.output.join('\n')).not.toContain(adminToken);
       expect((await call(`${first.url}/readyz`)).status).toBe(200);
-      const created = await call(`${first.url}/admin/projects`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: { name: 'persisted' } });
+      const created = await call(`${first.url}/admin/projects`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken}` },
+        body: { name: 'persisted' },
+      });
       expect(created.status).toBe(201);
       expect(await first.stop()).toBe(0);
 
       const second = await startServer('', { DATA_DIR: dataDir, ADMIN_TOKEN: '' });
       try {
-        const got = await call(`${second.url}/admin/projects/${created.body.projectId}`, { headers: { authorization: `Bearer ${adminToken}` } });
+        const got = await call(`${second.url}/admin/projects/${created.body.projectId}`, {
+          headers: { authorization: `Bearer ${adminToken}` },
+        });
         expect(got.status).toBe(200);
         expect(got.body.name).toBe('persisted');
       } finally {
@@ -121,7 +144,10 @@ describe('admin CLI', () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'tg-ingest-cli-'));
       const { writeFileSync } = await import('node:fs');
       writeFileSync(join(dataDir, 'admin-token'), `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-      const r = spawnSync(process.execPath, [CLI, 'project', 'show', p.projectId], { env: { PATH: process.env.PATH, ADMIN_URL: s.url, DATA_DIR: dataDir }, encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [CLI, 'project', 'show', p.projectId], {
+        env: { PATH: process.env.PATH, ADMIN_URL: s.url, DATA_DIR: dataDir },
+        encoding: 'utf8',
+      });
       expect(r.status).toBe(0);
       expect(JSON.parse(r.stdout).projectId).toBe(p.projectId);
       rmSync(dataDir, { recursive: true, force: true });

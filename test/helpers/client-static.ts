@@ -75,16 +75,18 @@ export async function startClientPageServer(): Promise<StaticServer> {
     if (path === '/' || path === '/index.html') return send(200, 'text/html; charset=utf-8', PAGE);
     if (path === '/harness.js') return send(200, 'text/javascript; charset=utf-8', HARNESS);
     const m = /^\/client\/([a-z-]+\.js)$/.exec(path);
-    if (m !== null && existsSync(`${DIST}${m[1]}`)) return send(200, 'text/javascript; charset=utf-8', readFileSync(`${DIST}${m[1]}`));
+    if (m !== null && existsSync(`${DIST}${m[1]}`))
+      return send(200, 'text/javascript; charset=utf-8', readFileSync(`${DIST}${m[1]}`));
     return send(404, 'text/plain; charset=utf-8', 'not found');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

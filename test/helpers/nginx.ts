@@ -16,21 +16,32 @@ export const NGINX_CONF = fileURLToPath(new URL('../../deploy/nginx.conf', impor
 export function nginxBinary(): string {
   if (existsSync('/usr/sbin/nginx')) return '/usr/sbin/nginx';
   const found = spawnSync('sh', ['-c', 'command -v nginx'], { encoding: 'utf8' }).stdout.trim();
-  if (found === '') throw new Error('nginx is missing: `make test` installs it (scripts/system-deps.sh nginx), or apt-get install nginx');
+  if (found === '')
+    throw new Error(
+      'nginx is missing: `make test` installs it (scripts/system-deps.sh nginx), or apt-get install nginx',
+    );
   return found;
 }
 
 /** `nginx -t` of a configuration file; the pid file and the error log go to `dir`. */
 export function checkNginxConf(conf: string, dir: string): { ok: boolean; output: string } {
-  const r = spawnSync(nginxBinary(), ['-t', '-q', '-p', `${dir}/`, '-c', conf, '-g', `pid ${dir}/nginx-t.pid;`], { encoding: 'utf8' });
+  const r = spawnSync(nginxBinary(), ['-t', '-q', '-p', `${dir}/`, '-c', conf, '-g', `pid ${dir}/nginx-t.pid;`], {
+    encoding: 'utf8',
+  });
   return { ok: r.status === 0, output: `${r.stdout}${r.stderr}` };
 }
 
 /** Every match of `pattern` replaced; throws unless there are `count` of them (at least one for 'some'). */
-function replaceExactly(text: string, pattern: RegExp, replacement: string | ((...m: string[]) => string), count: number | 'some'): string {
+function replaceExactly(
+  text: string,
+  pattern: RegExp,
+  replacement: string | ((...m: string[]) => string),
+  count: number | 'some',
+): string {
   const all = new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`);
   const matches = text.match(all)?.length ?? 0;
-  if (count === 'some' ? matches === 0 : matches !== count) throw new Error(`deploy/nginx.conf: expected ${count} match(es) of ${pattern}, found ${matches}`);
+  if (count === 'some' ? matches === 0 : matches !== count)
+    throw new Error(`deploy/nginx.conf: expected ${count} match(es) of ${pattern}, found ${matches}`);
   return text.replace(all, replacement as string);
 }
 
@@ -39,17 +50,32 @@ function replaceExactly(text: string, pattern: RegExp, replacement: string | ((.
  * port (with the parameters of the shipped first line), nginx listening on 127.0.0.1:listenPort,
  * and logs and temporary files in `dir`.
  */
-export function renderNginxConf(shipped: string, o: { instancePorts: number[]; listenPort: number; dir: string }): string {
-  let text = replaceExactly(shipped, /^([ \t]*)server 127\.0\.0\.1:\d+( [^;\n]*)?;\n(?:[ \t]*server 127\.0\.0\.1:\d+(?: [^;\n]*)?;\n)*/m, (_all, indent: string, params = '') =>
-    o.instancePorts.map((p) => `${indent}server 127.0.0.1:${p}${params};\n`).join(''), 'some');
-  text = replaceExactly(text, /^([ \t]*)listen 80 default_server;/m, (_all, indent: string) => `${indent}listen 127.0.0.1:${o.listenPort} default_server;`, 1);
+export function renderNginxConf(
+  shipped: string,
+  o: { instancePorts: number[]; listenPort: number; dir: string },
+): string {
+  let text = replaceExactly(
+    shipped,
+    /^([ \t]*)server 127\.0\.0\.1:\d+( [^;\n]*)?;\n(?:[ \t]*server 127\.0\.0\.1:\d+(?: [^;\n]*)?;\n)*/m,
+    (_all, indent: string, params = '') =>
+      o.instancePorts.map((p) => `${indent}server 127.0.0.1:${p}${params};\n`).join(''),
+    'some',
+  );
+  text = replaceExactly(
+    text,
+    /^([ \t]*)listen 80 default_server;/m,
+    (_all, indent: string) => `${indent}listen 127.0.0.1:${o.listenPort} default_server;`,
+    1,
+  );
   return relocateNginxPaths(text, o.dir);
 }
 
 /** The file with its logs and temporary files in `dir` instead of Debian's /var/log/nginx and /var/lib/nginx. */
 function relocateNginxPaths(text: string, dir: string): string {
   text = replaceExactly(text, /\/var\/log\/nginx\//, `${dir}/`, 'some');
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `    ${k}_temp_path ${dir}/${k}_temp;\n`).join('');
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+    .map((k) => `    ${k}_temp_path ${dir}/${k}_temp;\n`)
+    .join('');
   return replaceExactly(text, /^http \{\n/m, `http {\n${temp}`, 1);
 }
 
@@ -69,7 +95,8 @@ export interface RunningNginx {
 async function waitListening(port: number, proc: ChildProcess, dir: string, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}:\n${readIf(join(dir, 'error.log'))}`);
+    if (proc.exitCode !== null)
+      throw new Error(`nginx exited with ${proc.exitCode}:\n${readIf(join(dir, 'error.log'))}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.once('connect', () => {
@@ -97,7 +124,9 @@ export async function startNginx(instancePorts: number[]): Promise<RunningNginx>
   const conf = join(dir, 'nginx.conf');
   writeFileSync(conf, renderNginxConf(readFileSync(NGINX_CONF, 'utf8'), { instancePorts, listenPort: port, dir }));
   const output: string[] = [];
-  const proc = spawn(nginxBinary(), ['-p', `${dir}/`, '-c', conf, '-g', `daemon off; pid ${dir}/nginx.pid;`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(nginxBinary(), ['-p', `${dir}/`, '-c', conf, '-g', `daemon off; pid ${dir}/nginx.pid;`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
   proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
   const exited = once(proc, 'exit');

@@ -41,7 +41,11 @@ export interface StartOptions {
   cwd?: string;
 }
 
-export async function startServer(databaseUrl: string, env: Record<string, string> = {}, opts: StartOptions = {}): Promise<RunningServer> {
+export async function startServer(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  opts: StartOptions = {},
+): Promise<RunningServer> {
   // Above info the "listening" line is not logged: then the port must be given, and /healthz tells.
   const quiet = ['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL ?? '');
   if (quiet && (env.PORT === undefined || env.PORT === '0')) env = { ...env, PORT: String(await freePort()) };

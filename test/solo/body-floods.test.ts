@@ -26,18 +26,31 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const peakRssMiB = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))![1]) / 1024;
+const peakRssMiB = () =>
+  Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))![1]) / 1024;
 
 /** POSTs `body` to the webapp endpoint; `chunked` sends it without a Content-Length. Resolves with the status. */
 function post(body: Buffer, headers: Record<string, string>, chunked: boolean): Promise<number> {
   return new Promise((resolve) => {
-    const req = request(`${srv.url}/tg/webapp`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers, ...(chunked ? {} : { 'content-length': String(body.length) }) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      `${srv.url}/tg/webapp`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...headers,
+          ...(chunked ? {} : { 'content-length': String(body.length) }),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', () => resolve(0));
     if (chunked) {
-      for (let at = 0; at < body.length && !req.destroyed; at += 256 * 1024) req.write(body.subarray(at, at + 256 * 1024));
+      for (let at = 0; at < body.length && !req.destroyed; at += 256 * 1024)
+        req.write(body.subarray(at, at + 256 * 1024));
       req.end();
     } else req.end(body);
   });
@@ -49,7 +62,9 @@ describe('bodies that would stall or exhaust the service', () => {
     const inner = `{"botId":"${p.botId}","auth":{"initData":${JSON.stringify(forged)}},"events":[${' '.repeat(32 * 1024 * 1024)}]}`;
     const bomb = gzipSync(Buffer.from(inner));
     expect(bomb.length).toBeLessThan(64 * 1024);
-    const plain = Buffer.from(`{"botId":"${p.botId}","auth":{"initData":${JSON.stringify(forged)}},"events":[${'{"eventId":"x"},'.repeat(800_000)}{}]}`);
+    const plain = Buffer.from(
+      `{"botId":"${p.botId}","auth":{"initData":${JSON.stringify(forged)}},"events":[${'{"eventId":"x"},'.repeat(800_000)}{}]}`,
+    );
     expect(plain.length).toBeGreaterThan(12 * 1024 * 1024);
 
     const until = Date.now() + 3000;
@@ -81,7 +96,9 @@ describe('bodies that would stall or exhaust the service', () => {
     expect(latencies.length).toBeGreaterThan(20);
     const worst = Math.max(...latencies);
     expect(worst, `slowest /healthz ${Math.round(worst)} ms of ${latencies.length}`).toBeLessThan(50);
-    console.log(`slowest /healthz ${Math.round(worst)} ms of ${latencies.length}; ${statuses.length} attacks; peak RSS ${Math.round(peakRssMiB())} MiB`);
+    console.log(
+      `slowest /healthz ${Math.round(worst)} ms of ${latencies.length}; ${statuses.length} attacks; peak RSS ${Math.round(peakRssMiB())} MiB`,
+    );
     expect(peakRssMiB()).toBeLessThan(300);
     expect(srv.proc.exitCode).toBeNull();
   }, 60_000);

@@ -16,7 +16,10 @@ const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const readme = read('README.md');
 const api = read('docs/api.md');
 
-/** The lines of the section under `heading` (a whole heading line), up to the next heading of the same or a higher level. */
+/**
+ * The lines of the section under `heading` (a whole heading line), up to the next heading of the same or a higher
+ * level.
+ */
 function section(doc: string, heading: string): string[] {
   const lines = doc.split('\n');
   const start = lines.indexOf(heading);
@@ -34,7 +37,12 @@ function tableRows(lines: string[]): string[][] {
     if (!line.startsWith('|')) continue;
     if (/^\|[\s:|-]+\|$/.test(line)) continue;
     if (lines[i + 1] !== undefined && /^\|[\s:|-]+\|$/.test(lines[i + 1]!)) continue;
-    rows.push(line.slice(1, -1).split(' | ').map((c) => c.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(' | ')
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }
@@ -54,7 +62,9 @@ function codeTable(lines: string[]): Map<string, string> {
 function compare(documented: Map<string, string>, code: Record<string, string>) {
   const missing = Object.keys(code).filter((k) => !documented.has(k));
   const unknown = [...documented.keys()].filter((k) => !(k in code));
-  const wrong = Object.entries(code).filter(([k, v]) => documented.has(k) && documented.get(k) !== v).map(([k, v]) => `${k}: documented ${documented.get(k)}, code ${v}`);
+  const wrong = Object.entries(code)
+    .filter(([k, v]) => documented.has(k) && documented.get(k) !== v)
+    .map(([k, v]) => `${k}: documented ${documented.get(k)}, code ${v}`);
   return { missing, unknown, wrong };
 }
 
@@ -64,27 +74,41 @@ describe('docs/api.md', () => {
   it('lists every error code of src/errors.ts with its status, and no other', () => {
     const documented = codeTable(section(api, '## Error codes'));
     expect(documented.size).toBeGreaterThan(0);
-    expect(compare(documented, Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, String(e.status)])))).toEqual(clean);
+    expect(
+      compare(documented, Object.fromEntries(Object.entries(ERRORS).map(([c, e]) => [c, String(e.status)]))),
+    ).toEqual(clean);
   });
 
   it('lists every diagnostic of src/pipeline/diagnostics.ts with its severity, and no other', () => {
     const documented = codeTable(section(api, '## Diagnostic codes'));
     expect(documented.size).toBeGreaterThan(0);
     // The codes of a tracking plan come with the severity the plan says (the table holds the stricter one).
-    const severity = (c: string, s: string) => (PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? 'warning or error (the plan decides)' : s);
+    const severity = (c: string, s: string) =>
+      PLAN_CODES.has(c as keyof typeof DIAGNOSTICS) ? 'warning or error (the plan decides)' : s;
     expect(PLAN_CODES.size).toBeGreaterThan(0);
-    expect(compare(documented, Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, severity(c, d.severity)])))).toEqual(clean);
+    expect(
+      compare(
+        documented,
+        Object.fromEntries(Object.entries(DIAGNOSTICS).map(([c, d]) => [c, severity(c, d.severity)])),
+      ),
+    ).toEqual(clean);
   });
 
   it('explains tracking plans, the quarantine and replay, with a worked example', () => {
     const quality = section(api, '## Tracking plans, the quarantine and replay').join('\n');
     for (const code of PLAN_CODES) expect(quality).toContain(`\`${code}\``);
     const example = section(api, '### Worked example (tracking plan)').join('\n');
-    for (const route of ['/tracking-plan', '/quarantine', '/quarantine/replay', '"dryRun": true']) expect(example).toContain(route);
+    for (const route of ['/tracking-plan', '/quarantine', '/quarantine/replay', '"dryRun": true'])
+      expect(example).toContain(route);
   });
 
   it('lists every field of the tg.* registry with its bucket, and no other', () => {
-    const bucket = { string: '`propsString`', long: '`propsLong`', float: '`propsFloat`', bool: '`propsBool`' } as const;
+    const bucket = {
+      string: '`propsString`',
+      long: '`propsLong`',
+      float: '`propsFloat`',
+      bool: '`propsBool`',
+    } as const;
     const documented = new Map<string, string>();
     for (const [first, second] of tableRows(section(api, '### The canonical tg.* registry'))) {
       const m = /^`tg\.([a-z0-9_]+)`$/.exec(first ?? '');
@@ -92,11 +116,17 @@ describe('docs/api.md', () => {
       documented.set(m[1]!, second ?? '');
     }
     expect(documented.size).toBeGreaterThan(0);
-    expect(compare(documented, Object.fromEntries(Object.entries(TG_REGISTRY).map(([f, t]) => [f, bucket[t]])))).toEqual(clean);
+    expect(
+      compare(documented, Object.fromEntries(Object.entries(TG_REGISTRY).map(([f, t]) => [f, bucket[t]]))),
+    ).toEqual(clean);
   });
 
   it('names the nine event types', () => {
-    const listed = section(api, '### eventType').join(' ').match(/`[a-z]+`/g)?.map((s) => s.slice(1, -1)) ?? [];
+    const listed =
+      section(api, '### eventType')
+        .join(' ')
+        .match(/`[a-z]+`/g)
+        ?.map((s) => s.slice(1, -1)) ?? [];
     expect(new Set(listed)).toEqual(new Set(EVENT_TYPES));
   });
 });
@@ -105,7 +135,11 @@ describe('README.md', () => {
   it('documents every environment variable src/config.ts reads, and no other', () => {
     const source = read('src/config.ts');
     // The literal names passed to the readers: raw(env, 'X'), integer(env, 'X', …), flag(env, 'X'), ….
-    const read_ = new Set([...source.matchAll(/\b(?:raw|integer|positiveNumber|flag|hostName)\(env, '([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!));
+    const read_ = new Set(
+      [...source.matchAll(/\b(?:raw|integer|positiveNumber|flag|hostName)\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map(
+        (m) => m[1]!,
+      ),
+    );
     expect(read_.size).toBeGreaterThan(30);
     const documented = new Set<string>();
     for (const [first] of tableRows(section(readme, '## Configuration'))) {
@@ -113,23 +147,48 @@ describe('README.md', () => {
       if (names.length === 0) throw new Error(`a row of the configuration table names no variable: ${first}`);
       for (const n of names) documented.add(n);
     }
-    expect({ missing: [...read_].filter((v) => !documented.has(v)), unknown: [...documented].filter((v) => !read_.has(v)) }).toEqual({ missing: [], unknown: [] });
+    expect({
+      missing: [...read_].filter((v) => !documented.has(v)),
+      unknown: [...documented].filter((v) => !read_.has(v)),
+    }).toEqual({ missing: [], unknown: [] });
   });
 
   it('lists every tg_ingest_ metric the service registers, and no other', async () => {
     const zero = () => 0;
-    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map(), laneWaiting: zero, quarantineDropped: zero });
-    const registered = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => n.startsWith('tg_ingest_')));
+    const metrics = new Metrics({
+      poolQueue: zero,
+      poolUtilization: zero,
+      writerPending: zero,
+      writerQueuedRows: zero,
+      bodyBytes: zero,
+      heldAnswers: zero,
+      liveViewers: zero,
+      caches: () => ({}),
+      tasks: () => new Map(),
+      laneWaiting: zero,
+      quarantineDropped: zero,
+    });
+    const registered = new Set(
+      (await metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => n.startsWith('tg_ingest_')),
+    );
     expect(registered.size).toBeGreaterThan(10);
     const documented = new Set<string>();
     for (const [first] of tableRows(section(readme, '## Observability'))) {
       for (const m of (first ?? '').matchAll(/`(tg_ingest_[a-z_]+)`/g)) documented.add(m[1]!);
     }
-    expect({ missing: [...registered].filter((n) => !documented.has(n)), unknown: [...documented].filter((n) => !registered.has(n)) }).toEqual({ missing: [], unknown: [] });
+    expect({
+      missing: [...registered].filter((n) => !documented.has(n)),
+      unknown: [...documented].filter((n) => !registered.has(n)),
+    }).toEqual({ missing: [], unknown: [] });
   });
 
   it('names the label values of the cache and replay metrics as the code has them', async () => {
-    const rows = new Map(tableRows(section(readme, '## Observability')).map((r) => [/`(tg_ingest_[a-z_]+)`/.exec(r[0] ?? '')?.[1], r[2] ?? '']));
+    const rows = new Map(
+      tableRows(section(readme, '## Observability')).map((r) => [
+        /`(tg_ingest_[a-z_]+)`/.exec(r[0] ?? '')?.[1],
+        r[2] ?? '',
+      ]),
+    );
     const values = (metric: string, label: string) => {
       const m = new RegExp(`\`${label}\` \\(([^)]*)\\)`).exec(rows.get(metric) ?? '');
       return [...(m?.[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((v) => v[1]!).sort();
@@ -141,10 +200,26 @@ describe('README.md', () => {
     expect(values('tg_ingest_cache_requests_total', 'cache')).toEqual(cacheNames);
     // The outcomes of a replay, as the metrics count them.
     const zero = () => 0;
-    const metrics = new Metrics({ poolQueue: zero, poolUtilization: zero, writerPending: zero, writerQueuedRows: zero, bodyBytes: zero, heldAnswers: zero, liveViewers: zero, caches: () => ({}), tasks: () => new Map(), laneWaiting: zero, quarantineDropped: zero });
+    const metrics = new Metrics({
+      poolQueue: zero,
+      poolUtilization: zero,
+      writerPending: zero,
+      writerQueuedRows: zero,
+      bodyBytes: zero,
+      heldAnswers: zero,
+      liveViewers: zero,
+      caches: () => ({}),
+      tasks: () => new Map(),
+      laneWaiting: zero,
+      quarantineDropped: zero,
+    });
     metrics.replay({ accepted: 1, stillRejected: 1, duplicated: 1 });
-    const replayed = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'tg_ingest_replayed_events_total')!;
-    expect(values('tg_ingest_replayed_events_total', 'outcome')).toEqual(replayed.values.map((v) => String(v.labels.outcome)).sort());
+    const replayed = (await metrics.registry.getMetricsAsJSON()).find(
+      (m) => m.name === 'tg_ingest_replayed_events_total',
+    )!;
+    expect(values('tg_ingest_replayed_events_total', 'outcome')).toEqual(
+      replayed.values.map((v) => String(v.labels.outcome)).sort(),
+    );
   });
 
   it('shows make run and make test on its first screen', () => {
@@ -160,7 +235,9 @@ describe('README.md', () => {
 
 describe('README.md and docs/', () => {
   const files = (dir: string): string[] =>
-    readdirSync(join(ROOT, dir)).flatMap((name) => (statSync(join(ROOT, dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)]));
+    readdirSync(join(ROOT, dir)).flatMap((name) =>
+      statSync(join(ROOT, dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)],
+    );
   const docs = ['README.md', ...files('docs')];
 
   it('refer to nothing outside the repository', () => {
@@ -189,16 +266,20 @@ describe('README.md and docs/', () => {
 
 describe('docs/threat-model.md', () => {
   const model = read('docs/threat-model.md');
-  const variables = (text: string) => new Set([...text.matchAll(/`([A-Z][A-Z0-9_]{3,})`/g)].map((m) => m[1]!).filter((v) => /_/.test(v)));
+  const variables = (text: string) =>
+    new Set([...text.matchAll(/`([A-Z][A-Z0-9_]{3,})`/g)].map((m) => m[1]!).filter((v) => /_/.test(v)));
 
-  it('names every variable of the README\'s hostile-input table, and the table every limit variable it names', () => {
+  it("names every variable of the README's hostile-input table, and the table every limit variable it names", () => {
     const table = section(readme, '### Hostile input').join('\n');
     const inTable = variables(table);
     const inModel = variables(model);
     expect(inTable.size).toBeGreaterThan(10);
     // Names of things that are not settings (tables, secrets).
     const notSettings = new Set(['ADMIN_TOKEN', 'DATA_DIR']);
-    expect({ missingInModel: [...inTable].filter((v) => !inModel.has(v)), missingInTable: [...inModel].filter((v) => !inTable.has(v) && !notSettings.has(v)) }).toEqual({ missingInModel: [], missingInTable: [] });
+    expect({
+      missingInModel: [...inTable].filter((v) => !inModel.has(v)),
+      missingInTable: [...inModel].filter((v) => !inTable.has(v) && !notSettings.has(v)),
+    }).toEqual({ missingInModel: [], missingInTable: [] });
   });
 
   it('points at tests that exist', () => {
@@ -216,7 +297,14 @@ describe('docs/threat-model.md', () => {
   });
 
   it('covers every entry point', () => {
-    for (const heading of ['## Both ingestion endpoints', '## bot_api (`POST /tg`)', '## webapp (`POST /tg/webapp`)', '## Admin API, admin page and live view (`/admin`, `/admin/live`)', '## Probes and metrics', '## nginx in front (`deploy/nginx.conf`)']) {
+    for (const heading of [
+      '## Both ingestion endpoints',
+      '## bot_api (`POST /tg`)',
+      '## webapp (`POST /tg/webapp`)',
+      '## Admin API, admin page and live view (`/admin`, `/admin/live`)',
+      '## Probes and metrics',
+      '## nginx in front (`deploy/nginx.conf`)',
+    ]) {
       expect(section(model, heading).length, heading).toBeGreaterThan(3);
     }
   });

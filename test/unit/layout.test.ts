@@ -1,4 +1,5 @@
-// The shape of src/: imports only go down, (openapi, which documents all) → http → ingest → {auth, limits, quality, worker} →
+// The shape of src/: imports only go down, (openapi, which documents all) → http → ingest → {auth, limits, quality,
+// worker} →
 // {pipeline, cache} → writer → db. A module may import its own folder, anything below its layer,
 // and the few shared leaves every layer uses (errors, the model's types, endpoints, the logger).
 // Handlers of the HTTP front (ingest/, admin/) may import its handler contract as types.
@@ -11,10 +12,15 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 const LAYERS: Record<string, number> = {
   app: -2,
   openapi: -1,
-  http: 0, admin: 0,
+  http: 0,
+  admin: 0,
   ingest: 1,
-  auth: 2, limits: 2, quality: 2, worker: 2,
-  pipeline: 3, cache: 3,
+  auth: 2,
+  limits: 2,
+  quality: 2,
+  worker: 2,
+  pipeline: 3,
+  cache: 3,
   writer: 4,
   db: 5,
 };
@@ -24,7 +30,9 @@ const LEAVES = new Set(['errors.ts', 'model.ts', 'endpoints.ts', 'log.ts', 'conf
 const ROOTS = new Set(['main.ts', 'app.ts', 'metrics.ts', 'openapi.ts']);
 
 function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : []));
+  return readdirSync(dir).flatMap((n) =>
+    statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : [],
+  );
 }
 
 const place = (file: string) => {
@@ -35,7 +43,9 @@ const place = (file: string) => {
 
 describe('src/ layout', () => {
   it('every file sits in a folder of a known layer, or is a named root or leaf', () => {
-    const stray = files(SRC).map(place).filter((p) => (p.folder === null ? !LEAVES.has(p.top!) && !ROOTS.has(p.top!) : !(p.folder in LAYERS)));
+    const stray = files(SRC)
+      .map(place)
+      .filter((p) => (p.folder === null ? !LEAVES.has(p.top!) && !ROOTS.has(p.top!) : !(p.folder in LAYERS)));
     expect(stray.map((p) => p.rel)).toEqual([]);
   });
 
@@ -59,7 +69,8 @@ describe('src/ layout', () => {
           wrong.push(`${from.rel} → ${target.rel} (a leaf imports)`);
           continue;
         }
-        if (typeOnly && target.rel === 'http/server.ts' && (from.folder === 'ingest' || from.folder === 'admin')) continue;
+        if (typeOnly && target.rel === 'http/server.ts' && (from.folder === 'ingest' || from.folder === 'admin'))
+          continue;
         const a = LAYERS[from.folder!]!;
         const b = LAYERS[target.folder!]!;
         if (b <= a) wrong.push(`${from.rel} → ${target.rel}`);

@@ -23,7 +23,8 @@ resetWatch();
   try {
     await signIn(token);
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) signOut('The stored admin token is no longer accepted. Sign in again.');
+    if (err instanceof ApiError && err.status === 401)
+      signOut('The stored admin token is no longer accepted. Sign in again.');
     else showLoginError(describe(err));
   }
 })();

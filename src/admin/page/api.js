@@ -18,7 +18,12 @@ export async function api(method, path, body, token = sessionStorage.getItem(STO
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
   } catch {
     throw new ApiError(0, 'network', 'Cannot reach the service. Check the connection and try again.');
   }
@@ -79,7 +84,10 @@ export function flash(message, kind = 'info') {
   box.className = `flash ${kind}`;
   box.hidden = false;
   clearTimeout(flashTimer);
-  flashTimer = setTimeout(() => {
-    box.hidden = true;
-  }, kind === 'error' ? 12000 : 5000);
+  flashTimer = setTimeout(
+    () => {
+      box.hidden = true;
+    },
+    kind === 'error' ? 12000 : 5000,
+  );
 }

@@ -55,17 +55,29 @@ function botRow(b) {
       const bot = await api('PATCH', `/admin/bots/${b.botId}`, { messengerBotId: raw === '' ? null : raw });
       replaceBot(bot);
       idInput.value = bot.messengerBotId === null ? '' : String(bot.messengerBotId);
-      flash(bot.messengerBotId === null ? `Messenger bot id of ${label} unset.` : `Messenger bot id of ${label} saved.`);
+      flash(
+        bot.messengerBotId === null ? `Messenger bot id of ${label} unset.` : `Messenger bot id of ${label} saved.`,
+      );
     });
   });
 
-  const tokens = el('button', { type: 'button', class: 'secondary', 'data-testid': 'bot-tokens', 'aria-haspopup': 'dialog' }, 'Manage tokens');
+  const tokens = el(
+    'button',
+    { type: 'button', class: 'secondary', 'data-testid': 'bot-tokens', 'aria-haspopup': 'dialog' },
+    'Manage tokens',
+  );
   tokens.addEventListener('click', () => openTokens(b.botId));
 
   return el(
     'tr',
     { 'data-testid': 'bot-row', 'data-bot-id': b.botId },
-    el('td', { 'data-label': 'Bot' }, el('span', { class: 'name' }, label), el('br'), el('span', { class: 'muted mono small' }, b.botId)),
+    el(
+      'td',
+      { 'data-label': 'Bot' },
+      el('span', { class: 'name' }, label),
+      el('br'),
+      el('span', { class: 'muted mono small' }, b.botId),
+    ),
     el('td', { 'data-label': 'Messenger bot id' }, idForm),
     el('td', { 'data-label': 'Mini-app ingest' }, toggle(b, 'miniAppIngest', `Mini-app ingest for ${label}`)),
     el('td', { 'data-label': 'API ingest' }, toggle(b, 'apiIngest', `API ingest for ${label}`)),
@@ -75,7 +87,13 @@ function botRow(b) {
 
 /** A checkbox with role=switch; the PATCH decides the final state, a failure puts it back. */
 function toggle(b, field, ariaLabel) {
-  const input = el('input', { type: 'checkbox', role: 'switch', class: 'switch', 'aria-label': ariaLabel, 'data-testid': `toggle-${field}` });
+  const input = el('input', {
+    type: 'checkbox',
+    role: 'switch',
+    class: 'switch',
+    'aria-label': ariaLabel,
+    'data-testid': `toggle-${field}`,
+  });
   input.checked = b[field];
   const stateText = el('span', { class: 'switch-state', 'aria-hidden': 'true' }, b[field] ? 'on' : 'off');
   input.addEventListener('change', async () => {

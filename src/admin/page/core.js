@@ -41,8 +41,10 @@ export const $ = (id) => document.getElementById(id);
 /** el('td', {class: 'x', 'data-testid': 'y'}, 'text', child) — strings become text nodes. */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? '' : String(v));
-  for (const c of children) if (c !== null && c !== undefined) node.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
+  for (const [k, v] of Object.entries(attrs))
+    if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? '' : String(v));
+  for (const c of children)
+    if (c !== null && c !== undefined) node.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
   return node;
 }
 

@@ -33,7 +33,9 @@ async function tick(loop) {
   if (usage.status === 'fulfilled') renderUsage(usage.value);
   const failed = [stats, usage].find((r) => r.status === 'rejected');
   if (failed && isSignedOutError(failed.reason)) return;
-  $('live-updated').textContent = failed ? `Not updated: ${describe(failed.reason)}` : `Updated ${new Date().toLocaleTimeString()}`;
+  $('live-updated').textContent = failed
+    ? `Not updated: ${describe(failed.reason)}`
+    : `Updated ${new Date().toLocaleTimeString()}`;
   // A project that is gone will not come back: asking every 3 s would only repeat the 404.
   if (failed && failed.reason instanceof ApiError && failed.reason.status === 404) return;
   state.timer = setTimeout(() => tick(loop), LIVE_MS);
@@ -75,7 +77,11 @@ function renderStats(s) {
   $('live-since').textContent = `Totals since this instance started, ${fmtTime(s.since)}.`;
   renderChart(s.minutes);
   const diags = $('top-diagnostics');
-  diags.replaceChildren(...s.topDiagnostics.map((d) => el('li', { 'data-code': d.code }, el('code', {}, d.code), ' ', el('span', { class: 'count' }, fmt(d.count)))));
+  diags.replaceChildren(
+    ...s.topDiagnostics.map((d) =>
+      el('li', { 'data-code': d.code }, el('code', {}, d.code), ' ', el('span', { class: 'count' }, fmt(d.count))),
+    ),
+  );
   $('top-diagnostics-empty').hidden = s.topDiagnostics.length > 0;
 }
 
@@ -90,7 +96,8 @@ function niceCeil(n) {
 const SERIES = ['accepted', 'rejected', 'duplicated'];
 
 function renderChart(minutes) {
-  const W = 600, H = 140;
+  const W = 600,
+    H = 140;
   const slot = W / Math.max(minutes.length, 1);
   const peak = minutes.reduce((m, x) => Math.max(m, x.accepted + x.rejected + x.duplicated), 0);
   const max = niceCeil(peak);
@@ -102,7 +109,10 @@ function renderChart(minutes) {
     'aria-label',
     `Events per minute over the last ${minutes.length} minutes: ${sum('accepted')} accepted, ${sum('rejected')} rejected, ${sum('duplicated')} duplicated; peak ${peak} per minute.`,
   );
-  root.append(svg('line', { x1: 0, x2: W, y1: 0.5, y2: 0.5, class: 'grid' }), svg('line', { x1: 0, x2: W, y1: H - 0.5, y2: H - 0.5, class: 'axis' }));
+  root.append(
+    svg('line', { x1: 0, x2: W, y1: 0.5, y2: 0.5, class: 'grid' }),
+    svg('line', { x1: 0, x2: W, y1: H - 0.5, y2: H - 0.5, class: 'axis' }),
+  );
 
   minutes.forEach((m, i) => {
     const g = svg('g', { class: 'bar' });
@@ -128,7 +138,8 @@ function renderChart(minutes) {
 /** The messenger's Stars: not an ISO 4217 code, and counted in whole stars. */
 const STARS = 'XTR';
 /** Codes Intl has data for; it would otherwise format any well-formed code with 2 made-up decimals. */
-const KNOWN_CURRENCIES = typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
+const KNOWN_CURRENCIES =
+  typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
 
 /**
  * A total in the currency's smallest units (a number, or a decimal string beyond 2^53) as money:
@@ -136,7 +147,8 @@ const KNOWN_CURRENCIES = typeof Intl.supportedValuesOf === 'function' ? new Set(
  * digit; Intl only lays the parts out. Stars, unknown and invalid codes read "1,999 XTR".
  */
 function formatMoney(amount, currency) {
-  const valid = typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
+  const valid =
+    typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
   if (!valid) return `${String(amount)} ${currency}`;
   const minor = BigInt(amount);
   const code = String(currency).toUpperCase();
@@ -184,4 +196,6 @@ async function loadRevenue() {
   }
 }
 
-$('revenue-refresh').addEventListener('click', (e) => busy(e.currentTarget, () => Promise.all([loadRevenue(), loadUsage()])));
+$('revenue-refresh').addEventListener('click', (e) =>
+  busy(e.currentTarget, () => Promise.all([loadRevenue(), loadUsage()])),
+);

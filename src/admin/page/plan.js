@@ -8,7 +8,8 @@ import { hidePreview } from './quarantine.js';
 /** What the editor offers when the project has no plan: the loosest plan, which changes nothing. */
 const PLAN_TEMPLATE = { mode: 'warn', unplannedEvents: 'allow', events: {} };
 
-const planTextOf = (p) => JSON.stringify({ mode: p.mode, unplannedEvents: p.unplannedEvents, events: p.events }, null, 2);
+const planTextOf = (p) =>
+  JSON.stringify({ mode: p.mode, unplannedEvents: p.unplannedEvents, events: p.events }, null, 2);
 
 export function resetPlan() {
   state.plan = null;
@@ -127,7 +128,8 @@ function planErrorDetail(err) {
   if (d === null) return '';
   if (typeof d.error === 'string') return d.error;
   const first = Array.isArray(d.errors) ? d.errors[0] : null;
-  if (first?.params && Array.isArray(first.params.allowedValues)) return `Allowed: ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (first?.params && Array.isArray(first.params.allowedValues))
+    return `Allowed: ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   return '';
 }
 
@@ -138,26 +140,35 @@ $('plan-form').addEventListener('submit', async (e) => {
   const plan = parsePlanText('nothing was sent');
   if (plan === null) return;
   const projectId = state.projectId;
-  await busy(e.submitter ?? $('plan-save'), async () => {
-    const stored = await api('PUT', `/admin/projects/${projectId}/tracking-plan`, plan);
-    if (projectId !== state.projectId) return;
-    planError(null);
-    showPlan(stored);
-    // A dry run on screen was worked out under the old plan.
-    hidePreview();
-    const waiting = state.q.items.length > 0 ? ' Events already in quarantine are checked again only when you replay them.' : '';
-    flash(`Tracking plan saved: version ${stored.version}. It applies to events from now on.${waiting}`);
-  }, (err) => {
-    if (projectId !== state.projectId) return;
-    if (!(err instanceof ApiError && err.status === 400)) {
-      planError(describe(err));
-      return;
-    }
-    const detail = planErrorDetail(err);
-    const name = err.details && typeof err.details.eventName === 'string' ? err.details.eventName : null;
-    // The message usually quotes ajv already; the detail is shown only when it adds something.
-    planError(err.message, err.message.includes(detail) ? '' : detail, name === null ? null : keyRange($('plan-text').value, name));
-  });
+  await busy(
+    e.submitter ?? $('plan-save'),
+    async () => {
+      const stored = await api('PUT', `/admin/projects/${projectId}/tracking-plan`, plan);
+      if (projectId !== state.projectId) return;
+      planError(null);
+      showPlan(stored);
+      // A dry run on screen was worked out under the old plan.
+      hidePreview();
+      const waiting =
+        state.q.items.length > 0 ? ' Events already in quarantine are checked again only when you replay them.' : '';
+      flash(`Tracking plan saved: version ${stored.version}. It applies to events from now on.${waiting}`);
+    },
+    (err) => {
+      if (projectId !== state.projectId) return;
+      if (!(err instanceof ApiError && err.status === 400)) {
+        planError(describe(err));
+        return;
+      }
+      const detail = planErrorDetail(err);
+      const name = err.details && typeof err.details.eventName === 'string' ? err.details.eventName : null;
+      // The message usually quotes ajv already; the detail is shown only when it adds something.
+      planError(
+        err.message,
+        err.message.includes(detail) ? '' : detail,
+        name === null ? null : keyRange($('plan-text').value, name),
+      );
+    },
+  );
 });
 
 $('plan-format').addEventListener('click', () => {

@@ -16,7 +16,12 @@ export function renderProjects() {
     ...state.projects.map((p) => {
       const button = el(
         'button',
-        { type: 'button', class: 'project-button', 'data-testid': 'project-select', 'aria-current': p.projectId === state.projectId ? 'true' : undefined },
+        {
+          type: 'button',
+          class: 'project-button',
+          'data-testid': 'project-select',
+          'aria-current': p.projectId === state.projectId ? 'true' : undefined,
+        },
         el('span', { class: 'name' }, p.name),
         el('span', { class: 'muted small' }, allowanceText(p.eventAllowance)),
       );

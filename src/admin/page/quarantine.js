@@ -21,7 +21,17 @@ function quarantineQuery(code, before) {
 /** A fresh view; its generation goes up, so answers still on their way for the old one are dropped. */
 export function resetQuarantine() {
   const gen = state.q === null ? 0 : state.q.gen + 1;
-  state.q = { code: null, summary: [], items: [], next: null, loaded: false, selected: new Set(), detailId: null, preview: null, gen };
+  state.q = {
+    code: null,
+    summary: [],
+    items: [],
+    next: null,
+    loaded: false,
+    selected: new Set(),
+    detailId: null,
+    preview: null,
+    gen,
+  };
   $('replay-result').hidden = true;
   quarantineError('');
   renderQuarantine();
@@ -52,7 +62,8 @@ export async function loadQuarantine() {
     quarantineError('');
     renderQuarantine();
   } catch (err) {
-    if (!isSignedOutError(err) && q === state.q && gen === q.gen) quarantineError(`The quarantine could not be loaded: ${describe(err)}`);
+    if (!isSignedOutError(err) && q === state.q && gen === q.gen)
+      quarantineError(`The quarantine could not be loaded: ${describe(err)}`);
   }
 }
 
@@ -69,7 +80,10 @@ function setQuarantineFilter(code) {
 function renderQuarantine() {
   const q = state.q;
   renderQuarantineSummary();
-  $('quarantine-filter').textContent = q.code === null ? 'Showing every quarantined event, newest first.' : `Showing the events with the code ${q.code}, newest first.`;
+  $('quarantine-filter').textContent =
+    q.code === null
+      ? 'Showing every quarantined event, newest first.'
+      : `Showing the events with the code ${q.code}, newest first.`;
   $('quarantine-body').replaceChildren(...q.items.map(quarantineRow));
   const empty = $('quarantine-empty');
   empty.hidden = !q.loaded || q.items.length > 0;
@@ -89,7 +103,13 @@ function renderQuarantineSummary() {
   const chip = (code, ...content) => {
     const b = el(
       'button',
-      { type: 'button', class: 'chip', 'data-testid': code === null ? 'quarantine-code-all' : 'quarantine-code', 'data-code': code ?? undefined, 'aria-pressed': q.code === code ? 'true' : 'false' },
+      {
+        type: 'button',
+        class: 'chip',
+        'data-testid': code === null ? 'quarantine-code-all' : 'quarantine-code',
+        'data-code': code ?? undefined,
+        'aria-pressed': q.code === code ? 'true' : 'false',
+      },
       ...content,
     );
     b.addEventListener('click', () => setQuarantineFilter(code));
@@ -97,13 +117,22 @@ function renderQuarantineSummary() {
   };
   $('quarantine-summary').replaceChildren(
     chip(null, 'All'),
-    ...counts.map((s) => chip(s.code, el('code', {}, s.code), ' ', el('span', { class: 'count', 'data-testid': 'quarantine-code-count' }, fmt(s.count)))),
+    ...counts.map((s) =>
+      chip(
+        s.code,
+        el('code', {}, s.code),
+        ' ',
+        el('span', { class: 'count', 'data-testid': 'quarantine-code-count' }, fmt(s.count)),
+      ),
+    ),
   );
 }
 
 function eventNameOf(item) {
   const e = item.event;
-  return e !== null && typeof e === 'object' && !Array.isArray(e) && typeof e.eventName === 'string' ? e.eventName : null;
+  return e !== null && typeof e === 'object' && !Array.isArray(e) && typeof e.eventName === 'string'
+    ? e.eventName
+    : null;
 }
 
 /** Each code once with its first message, errors (the reasons an event was refused) before warnings. */
@@ -112,7 +141,8 @@ export function codesOf(diagnostics) {
   for (const d of Array.isArray(diagnostics) ? diagnostics : []) {
     if (!d || typeof d.code !== 'string') continue;
     const had = seen.get(d.code);
-    if (!had || (had.severity !== 'error' && d.severity === 'error')) seen.set(d.code, { code: d.code, severity: d.severity, message: had ? had.message : String(d.message ?? '') });
+    if (!had || (had.severity !== 'error' && d.severity === 'error'))
+      seen.set(d.code, { code: d.code, severity: d.severity, message: had ? had.message : String(d.message ?? '') });
   }
   return [...seen.values()].sort((a, b) => (a.severity === 'error' ? 0 : 1) - (b.severity === 'error' ? 0 : 1));
 }
@@ -123,7 +153,14 @@ export function codeList(diagnostics) {
   return el(
     'span',
     { class: 'codes' },
-    ...codes.map((c) => el('code', { class: `code ${c.severity === 'error' ? 'error' : 'warning'}`, title: c.message }, c.code, c.severity === 'error' ? null : el('span', { class: 'sr-only' }, ' (warning)'))),
+    ...codes.map((c) =>
+      el(
+        'code',
+        { class: `code ${c.severity === 'error' ? 'error' : 'warning'}`, title: c.message },
+        c.code,
+        c.severity === 'error' ? null : el('span', { class: 'sr-only' }, ' (warning)'),
+      ),
+    ),
   );
 }
 
@@ -131,7 +168,11 @@ function quarantineRow(item) {
   const q = state.q;
   const label = item.eventId ?? `#${item.id}`;
   const name = eventNameOf(item);
-  const select = el('input', { type: 'checkbox', 'data-testid': 'quarantine-select', 'aria-label': `Select event ${label} for replay` });
+  const select = el('input', {
+    type: 'checkbox',
+    'data-testid': 'quarantine-select',
+    'aria-label': `Select event ${label} for replay`,
+  });
   select.checked = q.selected.has(item.id);
   select.addEventListener('change', () => {
     if (select.checked) q.selected.add(item.id);
@@ -141,15 +182,34 @@ function quarantineRow(item) {
     renderReplayButton();
   });
   const current = q.detailId === item.id;
-  const view = el('button', { type: 'button', class: 'link mono', 'data-testid': 'quarantine-view', 'aria-controls': 'quarantine-detail', 'aria-expanded': current ? 'true' : 'false' }, label);
+  const view = el(
+    'button',
+    {
+      type: 'button',
+      class: 'link mono',
+      'data-testid': 'quarantine-view',
+      'aria-controls': 'quarantine-detail',
+      'aria-expanded': current ? 'true' : 'false',
+    },
+    label,
+  );
   view.addEventListener('click', () => showDetail(item.id));
   return el(
     'tr',
-    { 'data-testid': 'quarantine-row', 'data-id': item.id, 'data-event-id': item.eventId ?? undefined, class: current ? 'current' : undefined },
+    {
+      'data-testid': 'quarantine-row',
+      'data-id': item.id,
+      'data-event-id': item.eventId ?? undefined,
+      class: current ? 'current' : undefined,
+    },
     el('td', { class: 'select', 'data-label': 'Replay' }, select),
     el('td', { 'data-label': 'Received' }, timeEl(item.receivedAt)),
     el('td', { 'data-label': 'Event id' }, view),
-    el('td', { 'data-label': 'Event', 'data-testid': 'quarantine-name' }, name ?? (item.truncated ? el('span', { class: 'badge warn' }, 'truncated') : el('span', { class: 'muted' }, '—'))),
+    el(
+      'td',
+      { 'data-label': 'Event', 'data-testid': 'quarantine-name' },
+      name ?? (item.truncated ? el('span', { class: 'badge warn' }, 'truncated') : el('span', { class: 'muted' }, '—')),
+    ),
     el('td', { 'data-label': 'Channel' }, item.channel),
     el('td', { 'data-label': 'Codes', 'data-testid': 'quarantine-codes' }, codeList(item.diagnostics)),
   );
@@ -175,7 +235,12 @@ function renderDetail() {
   box.hidden = item === undefined;
   if (item === undefined) return;
   $('quarantine-detail-title').textContent = `Event ${item.eventId ?? `#${item.id}`}`;
-  $('quarantine-detail-meta').textContent = [`received ${fmtTime(item.receivedAt)}`, item.channel, `bot ${item.botId}`, item.userId === null ? null : `user ${item.userId}`]
+  $('quarantine-detail-meta').textContent = [
+    `received ${fmtTime(item.receivedAt)}`,
+    item.channel,
+    `bot ${item.botId}`,
+    item.userId === null ? null : `user ${item.userId}`,
+  ]
     .filter((x) => x !== null)
     .join(' · ');
   $('quarantine-truncated').hidden = !item.truncated;
@@ -210,17 +275,21 @@ $('quarantine-more').addEventListener('click', (e) => {
   const q = state.q;
   const projectId = state.projectId;
   const gen = q.gen;
-  busy(e.currentTarget, async () => {
-    const page = await api('GET', quarantinePath(projectId, quarantineQuery(q.code, q.next)));
-    if (q !== state.q || gen !== q.gen) return;
-    const first = q.items.length;
-    q.items = q.items.concat(page.items);
-    q.next = page.next;
-    renderQuarantine();
-    // The button may be gone now (the last page): keep the keyboard where the new rows start.
-    const row = $('quarantine-body').rows[first];
-    if (row && q.next === null) row.querySelector('[data-testid="quarantine-view"]').focus();
-  }, (err) => quarantineError(describe(err)));
+  busy(
+    e.currentTarget,
+    async () => {
+      const page = await api('GET', quarantinePath(projectId, quarantineQuery(q.code, q.next)));
+      if (q !== state.q || gen !== q.gen) return;
+      const first = q.items.length;
+      q.items = q.items.concat(page.items);
+      q.next = page.next;
+      renderQuarantine();
+      // The button may be gone now (the last page): keep the keyboard where the new rows start.
+      const row = $('quarantine-body').rows[first];
+      if (row && q.next === null) row.querySelector('[data-testid="quarantine-view"]').focus();
+    },
+    (err) => quarantineError(describe(err)),
+  );
 });
 
 $('quarantine-refresh').addEventListener('click', (e) => {
@@ -232,8 +301,14 @@ $('quarantine-refresh').addEventListener('click', (e) => {
 function replayScope() {
   const q = state.q;
   const n = q.selected.size;
-  if (n > 0) return { body: { ids: [...q.selected] }, text: `the ${n} selected ${n === 1 ? 'event' : 'events'}`, label: `Replay ${n} selected…` };
-  if (q.code !== null) return { body: { code: q.code }, text: `the events with the code ${q.code}`, label: `Replay all with ${q.code}…` };
+  if (n > 0)
+    return {
+      body: { ids: [...q.selected] },
+      text: `the ${n} selected ${n === 1 ? 'event' : 'events'}`,
+      label: `Replay ${n} selected…`,
+    };
+  if (q.code !== null)
+    return { body: { code: q.code }, text: `the events with the code ${q.code}`, label: `Replay all with ${q.code}…` };
   return { body: {}, text: 'all quarantined events', label: 'Replay all…' };
 }
 
@@ -257,7 +332,11 @@ function renderPreview() {
     r.replayed === 0
       ? `Dry run of ${p.scope.text}: there is nothing to replay.`
       : `Dry run of ${p.scope.text}: ${fmt(r.replayed)} ${r.replayed === 1 ? 'event' : 'events'} checked against the current pipeline and tracking plan. Nothing has changed yet.`;
-  for (const [id, value] of [['replay-accepted', r.accepted], ['replay-rejected', r.stillRejected], ['replay-duplicated', r.duplicated]]) {
+  for (const [id, value] of [
+    ['replay-accepted', r.accepted],
+    ['replay-rejected', r.stillRejected],
+    ['replay-duplicated', r.duplicated],
+  ]) {
     const dd = $('replay-preview').querySelector(`[data-testid="${id}"]`);
     dd.textContent = fmt(value);
     dd.dataset.value = String(value);
@@ -275,30 +354,38 @@ $('quarantine-replay').addEventListener('click', (e) => {
   const scope = replayScope();
   $('replay-result').hidden = true;
   quarantineError('');
-  busy(e.currentTarget, async () => {
-    const result = await api('POST', quarantinePath(projectId, '/replay'), { ...scope.body, dryRun: true });
-    if (q !== state.q) return;
-    q.preview = { projectId, scope, result };
-    renderPreview();
-    (result.replayed === 0 ? $('replay-cancel') : $('replay-confirm')).focus();
-  }, (err) => quarantineError(describe(err)));
+  busy(
+    e.currentTarget,
+    async () => {
+      const result = await api('POST', quarantinePath(projectId, '/replay'), { ...scope.body, dryRun: true });
+      if (q !== state.q) return;
+      q.preview = { projectId, scope, result };
+      renderPreview();
+      (result.replayed === 0 ? $('replay-cancel') : $('replay-confirm')).focus();
+    },
+    (err) => quarantineError(describe(err)),
+  );
 });
 
 $('replay-confirm').addEventListener('click', (e) => {
   const q = state.q;
   const p = q.preview;
   if (p === null) return;
-  busy(e.currentTarget, async () => {
-    const r = await api('POST', quarantinePath(p.projectId, '/replay'), p.scope.body);
-    if (q !== state.q) return;
-    hidePreview();
-    q.selected.clear();
-    const result = $('replay-result');
-    result.textContent = `Replayed ${fmt(r.replayed)}: ${fmt(r.accepted)} accepted and stored, ${fmt(r.stillRejected)} still rejected, ${fmt(r.duplicated)} duplicated.`;
-    result.hidden = false;
-    $('quarantine-replay').focus();
-    await Promise.all([loadQuarantine(), loadUsage()]);
-  }, (err) => quarantineError(describe(err)));
+  busy(
+    e.currentTarget,
+    async () => {
+      const r = await api('POST', quarantinePath(p.projectId, '/replay'), p.scope.body);
+      if (q !== state.q) return;
+      hidePreview();
+      q.selected.clear();
+      const result = $('replay-result');
+      result.textContent = `Replayed ${fmt(r.replayed)}: ${fmt(r.accepted)} accepted and stored, ${fmt(r.stillRejected)} still rejected, ${fmt(r.duplicated)} duplicated.`;
+      result.hidden = false;
+      $('quarantine-replay').focus();
+      await Promise.all([loadQuarantine(), loadUsage()]);
+    },
+    (err) => quarantineError(describe(err)),
+  );
 });
 
 $('replay-cancel').addEventListener('click', () => {

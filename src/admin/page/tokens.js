@@ -52,24 +52,42 @@ function tokenRow(t) {
     { 'data-testid': 'token-row', 'data-token-id': t.tokenId, 'data-revoked': revoked ? 'true' : 'false' },
     el('td', { class: 'mono', 'data-label': 'Hint' }, t.hint),
     el('td', { 'data-label': 'Created' }, timeEl(t.createdAt)),
-    el('td', { 'data-testid': 'token-status', 'data-label': 'Status' }, revoked ? el('span', { class: 'badge off' }, 'revoked ', timeEl(t.revokedAt)) : el('span', { class: 'badge on' }, 'active')),
+    el(
+      'td',
+      { 'data-testid': 'token-status', 'data-label': 'Status' },
+      revoked
+        ? el('span', { class: 'badge off' }, 'revoked ', timeEl(t.revokedAt))
+        : el('span', { class: 'badge on' }, 'active'),
+    ),
     actions,
   );
 }
 
 // Revoking is final, so it takes a second, explicit click (no native confirm(): it blocks and is hard to style).
 function showRevoke(cell, t) {
-  const revoke = el('button', { type: 'button', class: 'danger', 'data-testid': 'token-revoke', 'aria-label': `Revoke token ${t.hint}` }, 'Revoke');
+  const revoke = el(
+    'button',
+    { type: 'button', class: 'danger', 'data-testid': 'token-revoke', 'aria-label': `Revoke token ${t.hint}` },
+    'Revoke',
+  );
   revoke.addEventListener('click', () => {
-    const confirm = el('button', { type: 'button', class: 'danger', 'data-testid': 'token-revoke-confirm' }, 'Yes, revoke');
+    const confirm = el(
+      'button',
+      { type: 'button', class: 'danger', 'data-testid': 'token-revoke-confirm' },
+      'Yes, revoke',
+    );
     const cancel = el('button', { type: 'button', class: 'secondary', 'data-testid': 'token-revoke-cancel' }, 'Cancel');
     cancel.addEventListener('click', () => showRevoke(cell, t));
     confirm.addEventListener('click', () =>
-      busy(confirm, async () => {
-        await api('DELETE', `/admin/tokens/${t.tokenId}`);
-        flash(`Token ${t.hint} revoked.`);
-        await loadTokens();
-      }, (err) => tokenError(describe(err))),
+      busy(
+        confirm,
+        async () => {
+          await api('DELETE', `/admin/tokens/${t.tokenId}`);
+          flash(`Token ${t.hint} revoked.`);
+          await loadTokens();
+        },
+        (err) => tokenError(describe(err)),
+      ),
     );
     cell.replaceChildren(el('span', { class: 'small' }, 'Revoke? '), confirm, cancel);
     confirm.focus();
@@ -81,17 +99,21 @@ $('token-create').addEventListener('click', (e) => {
   const bot = state.dialogBot;
   if (!bot) return;
   tokenError('');
-  busy(e.currentTarget, async () => {
-    const created = await api('POST', `/admin/bots/${bot.botId}/tokens`);
-    if (bot !== state.dialogBot) return;
-    const input = $('token-new-value');
-    input.value = created.token;
-    $('token-copy-status').textContent = '';
-    $('token-new').hidden = false;
-    input.focus();
-    input.select();
-    await loadTokens();
-  }, (err) => tokenError(describe(err)));
+  busy(
+    e.currentTarget,
+    async () => {
+      const created = await api('POST', `/admin/bots/${bot.botId}/tokens`);
+      if (bot !== state.dialogBot) return;
+      const input = $('token-new-value');
+      input.value = created.token;
+      $('token-copy-status').textContent = '';
+      $('token-new').hidden = false;
+      input.focus();
+      input.select();
+      await loadTokens();
+    },
+    (err) => tokenError(describe(err)),
+  );
 });
 
 $('token-copy').addEventListener('click', async () => {

@@ -64,8 +64,10 @@ function openWatch() {
 }
 
 function closeReason(code) {
-  if (code === 4029) return 'Refused: too many failed sign-ins from this address. Wait a while, then turn “Watch live” on again.';
-  if (code === 1001) return 'The service closed the stream (it may be restarting). Turn “Watch live” on again to reconnect.';
+  if (code === 4029)
+    return 'Refused: too many failed sign-ins from this address. Wait a while, then turn “Watch live” on again.';
+  if (code === 1001)
+    return 'The service closed the stream (it may be restarting). Turn “Watch live” on again to reconnect.';
   return `The stream closed (code ${code}). Turn “Watch live” on again to reconnect.`;
 }
 
@@ -97,7 +99,9 @@ function onWatchMessage(w, data) {
   }
   if (m === null || typeof m !== 'object') return;
   if (m.type === 'ready') {
-    watchStatus(`Watching: each event of this project as this instance answers it, at most ${fmt(m.perSecond)} a second.`);
+    watchStatus(
+      `Watching: each event of this project as this instance answers it, at most ${fmt(m.perSecond)} a second.`,
+    );
     return;
   }
   if (typeof m.skipped === 'number' && m.skipped > 0) w.skipped += m.skipped;
@@ -135,8 +139,18 @@ function watchRow(m) {
   const text = (v) => (typeof v === 'string' ? v : el('span', { class: 'muted' }, '—'));
   const row = el(
     'tr',
-    { 'data-testid': 'watch-row', 'data-status': status, 'data-event-id': typeof m.eventId === 'string' ? m.eventId : undefined },
-    el('td', { 'data-label': 'Time' }, typeof m.receivedAt === 'string' ? el('time', { datetime: m.receivedAt }, new Date(m.receivedAt).toLocaleTimeString()) : text(null)),
+    {
+      'data-testid': 'watch-row',
+      'data-status': status,
+      'data-event-id': typeof m.eventId === 'string' ? m.eventId : undefined,
+    },
+    el(
+      'td',
+      { 'data-label': 'Time' },
+      typeof m.receivedAt === 'string'
+        ? el('time', { datetime: m.receivedAt }, new Date(m.receivedAt).toLocaleTimeString())
+        : text(null),
+    ),
     el('td', { 'data-label': 'Status' }, el('span', { class: `badge st-${status}` }, status)),
     el('td', { 'data-label': 'Event', 'data-testid': 'watch-name' }, text(name)),
     el('td', { 'data-label': 'Type' }, text(m.eventType)),
@@ -157,7 +171,11 @@ function renderWatchCounts() {
   shown.dataset.total = String(rows.length);
   shown.dataset.visible = String(visible);
   shown.textContent =
-    rows.length === 0 ? '' : f === '' ? `${fmt(rows.length)} in the table (the newest ${WATCH_MAX_ROWS} are kept).` : `${fmt(visible)} of ${fmt(rows.length)} match the filter.`;
+    rows.length === 0
+      ? ''
+      : f === ''
+        ? `${fmt(rows.length)} in the table (the newest ${WATCH_MAX_ROWS} are kept).`
+        : `${fmt(visible)} of ${fmt(rows.length)} match the filter.`;
   const skipped = $('watch-skipped');
   skipped.dataset.value = String(w.skipped);
   skipped.textContent = `Not shown because of sampling: ${fmt(w.skipped)}.`;
@@ -212,6 +230,9 @@ document.addEventListener('visibilitychange', () => {
   clearTimeout(w.hiddenTimer);
   w.hiddenTimer = null;
   if (document.hidden && w.ws !== null) {
-    w.hiddenTimer = setTimeout(() => closeWatch('Stopped: the tab was hidden for a minute. Turn “Watch live” on again to go on watching.'), WATCH_HIDDEN_MS);
+    w.hiddenTimer = setTimeout(
+      () => closeWatch('Stopped: the tab was hidden for a minute. Turn “Watch live” on again to go on watching.'),
+      WATCH_HIDDEN_MS,
+    );
   }
 });

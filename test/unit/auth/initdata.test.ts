@@ -7,7 +7,8 @@ const signer = newSigner();
 
 describe('parseInitData', () => {
   it('builds the data-check-string from the decoded fields, sorted, without hash and signature', () => {
-    const s = 'user=%7B%22id%22%3A5%2C%22first_name%22%3A%22A%20B%22%7D&auth_date=1700000000&query_id=Q&hash=h&signature=s';
+    const s =
+      'user=%7B%22id%22%3A5%2C%22first_name%22%3A%22A%20B%22%7D&auth_date=1700000000&query_id=Q&hash=h&signature=s';
     const r = parseInitData(s);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -17,10 +18,16 @@ describe('parseInitData', () => {
   });
 
   it.each([
-    ['', 'initdata_empty'], ['   ', 'initdata_empty'], ['=x', 'initdata_malformed'], ['a=1&a=2&signature=s', 'initdata_malformed'],
-    ['auth_date=1&user=%7B%22id%22%3A1%7D', 'initdata_signature_missing'], ['signature=s&user=%7B%22id%22%3A1%7D', 'initdata_auth_date_missing'],
-    ['signature=s&auth_date=x&user=%7B%22id%22%3A1%7D', 'initdata_auth_date_missing'], ['signature=s&auth_date=1', 'initdata_user_missing'],
-    ['signature=s&auth_date=1&user=%7B%7D', 'initdata_user_missing'], ['signature=s&auth_date=1&user=nojson', 'initdata_user_missing'],
+    ['', 'initdata_empty'],
+    ['   ', 'initdata_empty'],
+    ['=x', 'initdata_malformed'],
+    ['a=1&a=2&signature=s', 'initdata_malformed'],
+    ['auth_date=1&user=%7B%22id%22%3A1%7D', 'initdata_signature_missing'],
+    ['signature=s&user=%7B%22id%22%3A1%7D', 'initdata_auth_date_missing'],
+    ['signature=s&auth_date=x&user=%7B%22id%22%3A1%7D', 'initdata_auth_date_missing'],
+    ['signature=s&auth_date=1', 'initdata_user_missing'],
+    ['signature=s&auth_date=1&user=%7B%7D', 'initdata_user_missing'],
+    ['signature=s&auth_date=1&user=nojson', 'initdata_user_missing'],
     ['signature=s&auth_date=1&user=%7B%22id%22%3A-1%7D', 'initdata_user_missing'],
   ])('%j → %s', (s, code) => {
     expect(parseInitData(s)).toEqual({ ok: false, code });
@@ -32,9 +39,13 @@ describe('parseInitData', () => {
     if (!r.ok) throw new Error(r.code);
     expect(verifySignature(dataCheckString('99', r.data.fields), r.data.signature, [signer.publicKeyHex])).toBe(true);
     expect(verifySignature(dataCheckString('98', r.data.fields), r.data.signature, [signer.publicKeyHex])).toBe(false);
-    expect(verifySignature(dataCheckString('99', r.data.fields), r.data.signature, [newSigner().publicKeyHex])).toBe(false);
+    expect(verifySignature(dataCheckString('99', r.data.fields), r.data.signature, [newSigner().publicKeyHex])).toBe(
+      false,
+    );
     expect(verifySignature(dataCheckString('99', r.data.fields), 'short', [signer.publicKeyHex])).toBe(false);
-    expect(verifySignature(dataCheckString('99', r.data.fields), `${r.data.signature}==`, [signer.publicKeyHex])).toBe(true);
+    expect(verifySignature(dataCheckString('99', r.data.fields), `${r.data.signature}==`, [signer.publicKeyHex])).toBe(
+      true,
+    );
   });
 });
 

@@ -15,7 +15,9 @@ describe('token tags', () => {
   });
 
   it('finds no tag on made-up keys, altered tokens, or tokens of another deployment', () => {
-    expect(Array.from({ length: 1000 }, () => `tgk_${randomBytes(32).toString('base64url')}`).filter((t) => tags.carries(t))).toEqual([]);
+    expect(
+      Array.from({ length: 1000 }, () => `tgk_${randomBytes(32).toString('base64url')}`).filter((t) => tags.carries(t)),
+    ).toEqual([]);
     const t = tags.issue();
     // One character changed in the random part, then in the tag.
     for (const at of [6, 40]) {

@@ -76,9 +76,9 @@ describe('batchLoader', () => {
     const keys = ['k0', 'k1', 'k2', 'k3', 'k4', 'k1'];
     const results = await Promise.allSettled(keys.map((k) => load(k)));
     expect(calls).toEqual([['k0', 'k1'], ['k2', 'k3'], ['k4']]);
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : `rejected: ${(r.reason as Error).message}`))).toEqual([
-      'K0', 'K1', 'rejected: slice failed', 'rejected: slice failed', 'K4', 'K1',
-    ]);
+    expect(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : `rejected: ${(r.reason as Error).message}`)),
+    ).toEqual(['K0', 'K1', 'rejected: slice failed', 'rejected: slice failed', 'K4', 'K1']);
   });
 
   it('uses batches of 500 by default', async () => {

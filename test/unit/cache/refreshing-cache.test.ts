@@ -30,15 +30,38 @@ function setup(o: Partial<RefreshingCacheOptions> = {}) {
     if (err !== null) throw err;
     return v === undefined ? null : { ...v };
   };
-  const cache = new RefreshingCache<Token>(load, { what: 'API key', ttlMs: TTL, maxStaleMs: MAX_STALE, max: 100, negativeMax: 100, now: () => t, ...o });
+  const cache = new RefreshingCache<Token>(load, {
+    what: 'API key',
+    ttlMs: TTL,
+    maxStaleMs: MAX_STALE,
+    max: 100,
+    negativeMax: 100,
+    now: () => t,
+    ...o,
+  });
   return {
-    cache, db, calls,
-    advance: (ms: number) => { t += ms; },
+    cache,
+    db,
+    calls,
+    advance: (ms: number) => {
+      t += ms;
+    },
     put: (id: string, v = 1, botId = 'bot-1') => db.set(id, { id, botId, v }),
-    hold: () => { holding = true; },
-    releaseAll: () => { holding = false; const h = held; held = []; for (const resolve of h) resolve(); },
-    failWith: (err: unknown) => { fail = err; },
-    get held() { return held.length; },
+    hold: () => {
+      holding = true;
+    },
+    releaseAll: () => {
+      holding = false;
+      const h = held;
+      held = [];
+      for (const resolve of h) resolve();
+    },
+    failWith: (err: unknown) => {
+      fail = err;
+    },
+    get held() {
+      return held.length;
+    },
   };
 }
 
@@ -46,7 +69,14 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 
 async function state<T>(p: Promise<T>): Promise<'pending' | { value: T } | { error: unknown }> {
   let s: 'pending' | { value: T } | { error: unknown } = 'pending';
-  p.then((value) => { s = { value }; }, (error: unknown) => { s = { error }; });
+  p.then(
+    (value) => {
+      s = { value };
+    },
+    (error: unknown) => {
+      s = { error };
+    },
+  );
   await turn();
   return s;
 }
@@ -310,10 +340,22 @@ describe('RefreshingCache: failures', () => {
     const cause = new Error('connect ECONNREFUSED');
     c.failWith(cause);
     const ps = [c.cache.get('k'), c.cache.get('k')];
-    const errs = await Promise.all(ps.map((p) => p.then(() => null, (e: unknown) => e)));
+    const errs = await Promise.all(
+      ps.map((p) =>
+        p.then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     for (const err of errs) {
       expect(err).toBeInstanceOf(LookupFailed);
-      expect(err).toMatchObject({ name: 'LookupFailed', what: 'bot', cause, message: 'the bot could not be looked up: connect ECONNREFUSED' });
+      expect(err).toMatchObject({
+        name: 'LookupFailed',
+        what: 'bot',
+        cause,
+        message: 'the bot could not be looked up: connect ECONNREFUSED',
+      });
     }
     expect(c.calls).toEqual(['k']);
     c.failWith(null);
@@ -325,6 +367,9 @@ describe('RefreshingCache: failures', () => {
   it('names a thrown non-Error too', async () => {
     const c = setup();
     c.failWith('timeout');
-    await expect(c.cache.get('k')).rejects.toMatchObject({ what: 'API key', message: 'the API key could not be looked up: timeout' });
+    await expect(c.cache.get('k')).rejects.toMatchObject({
+      what: 'API key',
+      message: 'the API key could not be looked up: timeout',
+    });
   });
 });

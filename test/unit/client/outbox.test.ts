@@ -10,7 +10,12 @@ import { initDataFor, MemoryStorage, settleMicrotasks } from '../../helpers/clie
 type Ev = { eventName: string; text?: string };
 const KEY = outboxKey('bot-1');
 let n = 0;
-const ev = (over: Partial<Ev> = {}): Stamped<Ev> => ({ eventId: crypto.randomUUID(), eventDate: `2026-01-31T12:00:${String(n++ % 60).padStart(2, '0')}Z`, eventName: 'open', ...over });
+const ev = (over: Partial<Ev> = {}): Stamped<Ev> => ({
+  eventId: crypto.randomUUID(),
+  eventDate: `2026-01-31T12:00:${String(n++ % 60).padStart(2, '0')}Z`,
+  eventName: 'open',
+  ...over,
+});
 
 function outbox(storage: MemoryStorage | null, user: string | null = '42') {
   return new Outbox<Ev>(storage, KEY, () => user);
@@ -27,7 +32,14 @@ describe('outbox', () => {
     expect(storage.writes).toBe(0);
     await settleMicrotasks();
     expect(storage.writes).toBe(1);
-    expect(JSON.parse(storage.getItem(KEY)!)).toEqual({ v: 1, events: [{ u: '42', e: a }, { u: '42', e: b }, { u: '42', e: c }] });
+    expect(JSON.parse(storage.getItem(KEY)!)).toEqual({
+      v: 1,
+      events: [
+        { u: '42', e: a },
+        { u: '42', e: b },
+        { u: '42', e: c },
+      ],
+    });
     box.settle([b]);
     await settleMicrotasks();
     expect(storage.ids(KEY)).toEqual([a.eventId, c.eventId]);
@@ -152,7 +164,9 @@ describe('beaconBodies', () => {
     // Greedy: adding the next body's first event would have crossed the limit.
     for (let i = 0; i + 1 < bodies.length; i++) {
       const next = JSON.stringify(bodies[i + 1]!.items[0]);
-      expect(new TextEncoder().encode(bodies[i]!.json).byteLength + 1 + new TextEncoder().encode(next).byteLength).toBeGreaterThan(BEACON_BODY_BYTES);
+      expect(
+        new TextEncoder().encode(bodies[i]!.json).byteLength + 1 + new TextEncoder().encode(next).byteLength,
+      ).toBeGreaterThan(BEACON_BODY_BYTES);
     }
   });
 
@@ -167,10 +181,15 @@ describe('beaconBodies', () => {
   it('encodes lazily, so a refused body stops the work', () => {
     let encoded = 0;
     const events = Array.from({ length: 100 }, () => ev({ text: 'y'.repeat(100) }));
-    const it = beaconBodies(head, events, (e) => {
-      encoded++;
-      return JSON.stringify(e);
-    }, 1000);
+    const it = beaconBodies(
+      head,
+      events,
+      (e) => {
+        encoded++;
+        return JSON.stringify(e);
+      },
+      1000,
+    );
     it.next();
     expect(encoded).toBeLessThan(10);
   });
@@ -180,21 +199,38 @@ describe('initDataUser', () => {
   it('reads user.id from initData', () => {
     expect(initDataUser(initDataFor(777001))).toBe('777001');
     expect(initDataUser('user=%7B%22id%22%3A%2212%22%7D')).toBe('12');
-    for (const s of ['', 'auth_date=1', 'user=%7B%7D', 'user=not-json', 'user=%7B%22id%22%3Anull%7D']) expect(initDataUser(s), s).toBeNull();
+    for (const s of ['', 'auth_date=1', 'user=%7B%7D', 'user=not-json', 'user=%7B%22id%22%3Anull%7D'])
+      expect(initDataUser(s), s).toBeNull();
   });
 });
 
 describe('mayPassLater', () => {
   it('keeps failures a later attempt or session may pass, drops final ones', () => {
-    const e = (code: string, status: number | null, retriesExhausted = false) => new IngestError({ code, status, message: code, retriesExhausted });
-    expect([
-      e('network_error', null, true), e('timeout', null, true), e('unavailable', 503, true), e('rate_limited', 429, true),
-      e('http_502', 502, true), e('initdata_expired', 401), e('initdata_from_future', 401),
-    ].map(mayPassLater)).toEqual([true, true, true, true, true, true, true]);
-    expect([
-      e('initdata_signature_invalid', 401), e('bot_unknown', 401), e('miniapp_ingest_disabled', 409), e('allowance_exhausted', 402),
-      e('payload_too_large', 413), e('invalid_json', 400), e('client_error', null), e('body_error', null),
-    ].map(mayPassLater)).toEqual([false, false, false, false, false, false, false, false]);
+    const e = (code: string, status: number | null, retriesExhausted = false) =>
+      new IngestError({ code, status, message: code, retriesExhausted });
+    expect(
+      [
+        e('network_error', null, true),
+        e('timeout', null, true),
+        e('unavailable', 503, true),
+        e('rate_limited', 429, true),
+        e('http_502', 502, true),
+        e('initdata_expired', 401),
+        e('initdata_from_future', 401),
+      ].map(mayPassLater),
+    ).toEqual([true, true, true, true, true, true, true]);
+    expect(
+      [
+        e('initdata_signature_invalid', 401),
+        e('bot_unknown', 401),
+        e('miniapp_ingest_disabled', 409),
+        e('allowance_exhausted', 402),
+        e('payload_too_large', 413),
+        e('invalid_json', 400),
+        e('client_error', null),
+        e('body_error', null),
+      ].map(mayPassLater),
+    ).toEqual([false, false, false, false, false, false, false, false]);
     expect(mayPassLater(new Error('plain'))).toBe(false);
   });
 });

@@ -1,19 +1,43 @@
 // The webapp client with persistence, against a fake fetch and an in-memory storage: what stays
 // stored after each kind of answer, what the next session sends, and the page-hide beacons.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, type IngestError, type WebAppClientOptions, type WebAppEventInput } from '../../../client/src/index.js';
 import {
-  accept, type Answer, fakeFetch, initDataFor, installFakePage, MemoryStorage, outboxKeyOf, refuse, settleMicrotasks,
+  createClient,
+  type IngestError,
+  type WebAppClientOptions,
+  type WebAppEventInput,
+} from '../../../client/src/index.js';
+import {
+  accept,
+  type Answer,
+  fakeFetch,
+  initDataFor,
+  installFakePage,
+  MemoryStorage,
+  outboxKeyOf,
+  refuse,
+  settleMicrotasks,
 } from '../../helpers/client-fakes.js';
 
 const BOT = '6f1c1e0e-0000-4000-8000-000000000001';
 const KEY = outboxKeyOf(BOT);
-const ev = (i = 0, over: Partial<WebAppEventInput> = {}): WebAppEventInput => ({ eventName: `e${i}`, eventType: 'interaction', ...over });
+const ev = (i = 0, over: Partial<WebAppEventInput> = {}): WebAppEventInput => ({
+  eventName: `e${i}`,
+  eventType: 'interaction',
+  ...over,
+});
 
 function webapp(storage: MemoryStorage | undefined, fetchImpl: typeof fetch, over: Partial<WebAppClientOptions> = {}) {
   return createClient({
-    baseUrl: 'https://ingest.test', botId: BOT, initData: initDataFor(42), storage, fetch: fetchImpl,
-    flushIntervalMs: 60_000, maxRetries: 0, gzipMinBytes: Infinity, ...over,
+    baseUrl: 'https://ingest.test',
+    botId: BOT,
+    initData: initDataFor(42),
+    storage,
+    fetch: fetchImpl,
+    flushIntervalMs: 60_000,
+    maxRetries: 0,
+    gzipMinBytes: Infinity,
+    ...over,
   });
 }
 
@@ -51,13 +75,20 @@ describe('persistence (webapp endpoint)', () => {
     const failed: [string, string][] = [];
     const rejected: string[] = [];
     const client = webapp(storage, server.fetch, {
-      maxBatchEvents: 1, maxConcurrentRequests: 1,
+      maxBatchEvents: 1,
+      maxConcurrentRequests: 1,
       onFailed: (evs, e) => failed.push([evs[0]!.eventName, (e as IngestError).code]),
       onRejected: (evs) => rejected.push(...evs.map((x) => x.eventName)),
     });
     const tracked = answers.map((_, i) => client.track(ev(i)));
     await client.close();
-    expect(failed).toEqual([['e0', 'network_error'], ['e1', 'unavailable'], ['e2', 'initdata_expired'], ['e3', 'initdata_signature_invalid'], ['e4', 'miniapp_ingest_disabled']]);
+    expect(failed).toEqual([
+      ['e0', 'network_error'],
+      ['e1', 'unavailable'],
+      ['e2', 'initdata_expired'],
+      ['e3', 'initdata_signature_invalid'],
+      ['e4', 'miniapp_ingest_disabled'],
+    ]);
     expect(rejected).toEqual(['e5']);
     expect(storage.ids(KEY)).toEqual(tracked.slice(0, 3).map((e) => e.eventId));
   });
@@ -113,7 +144,9 @@ describe('persistence (webapp endpoint)', () => {
     await settleMicrotasks();
     expect(storage.ids(KEY)).toEqual([good.eventId]);
     expect(await client.close()).toMatchObject({ accepted: 1, failed: 1 });
-    expect(() => webapp(storage, server.fetch).track(ev(2, { propsLong: { n: 1n as unknown as number } }))).toThrow(expect.objectContaining({ code: 'event_unserializable' }));
+    expect(() => webapp(storage, server.fetch).track(ev(2, { propsLong: { n: 1n as unknown as number } }))).toThrow(
+      expect.objectContaining({ code: 'event_unserializable' }),
+    );
   });
 
   it('uses localStorage by default, not with persist: false, and never on the bot_api endpoint', async () => {
@@ -123,7 +156,12 @@ describe('persistence (webapp endpoint)', () => {
     const server = fakeFetch();
     const off = webapp(undefined, server.fetch, { persist: false });
     off.track(ev(0));
-    const botApi = createClient({ baseUrl: 'https://ingest.test', apiKey: 'k', fetch: server.fetch, flushIntervalMs: 60_000 });
+    const botApi = createClient({
+      baseUrl: 'https://ingest.test',
+      apiKey: 'k',
+      fetch: server.fetch,
+      flushIntervalMs: 60_000,
+    });
     botApi.track({ eventName: 'start', eventType: 'message', eventOrigin: 'custom', platformUserId: '42' });
     await settleMicrotasks();
     expect(storage.writes).toBe(0);
@@ -213,7 +251,9 @@ describe('beacons when the page is hidden (webapp endpoint)', () => {
     const sent = await page.sent();
     expect(calls).toBe(2);
     expect(sent).toHaveLength(1);
-    expect(sent[0]!.body.events.map((e) => e.eventId)).toEqual(events.slice(0, sent[0]!.body.events.length).map((e) => e.eventId));
+    expect(sent[0]!.body.events.map((e) => e.eventId)).toEqual(
+      events.slice(0, sent[0]!.body.events.length).map((e) => e.eventId),
+    );
     await client.close();
   });
 

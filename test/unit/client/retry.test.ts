@@ -30,14 +30,17 @@ describe('parseRetryAfter', () => {
   });
 
   it('gives null for an absent or unreadable value, so the backoff applies', () => {
-    for (const v of [null, '', 'soon', '1.5', '-1', '3s', 'Xyz, 99 Foo 2015 25:00:00 GMT']) expect(parseRetryAfter(v, now), String(v)).toBeNull();
+    for (const v of [null, '', 'soon', '1.5', '-1', '3s', 'Xyz, 99 Foo 2015 25:00:00 GMT'])
+      expect(parseRetryAfter(v, now), String(v)).toBeNull();
   });
 });
 
 describe('backoffMs', () => {
   it('is random(0, min(max, base * 2^retry)), floored', () => {
     const almostOne = () => 0.999_999;
-    expect([0, 1, 2, 3, 6, 7, 20].map((r) => backoffMs(r, 250, 30_000, almostOne))).toEqual([249, 499, 999, 1999, 15_999, 29_999, 29_999]);
+    expect([0, 1, 2, 3, 6, 7, 20].map((r) => backoffMs(r, 250, 30_000, almostOne))).toEqual([
+      249, 499, 999, 1999, 15_999, 29_999, 29_999,
+    ]);
     expect([0, 3, 20].map((r) => backoffMs(r, 250, 30_000, () => 0))).toEqual([0, 0, 0]);
     expect(backoffMs(2, 250, 30_000, () => 0.5)).toBe(500);
     expect(backoffMs(4, 100, 1000, () => 0.25)).toBe(250);

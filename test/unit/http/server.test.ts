@@ -7,7 +7,12 @@ let base: string;
 const errors: unknown[] = [];
 
 beforeAll(async () => {
-  server = new HttpServer({ maxBodyBytes: 1024, bodyBudget: new BodyBudget(1 << 20), trustProxy: false, onError: (_req, err) => errors.push(err) });
+  server = new HttpServer({
+    maxBodyBytes: 1024,
+    bodyBudget: new BodyBudget(1 << 20),
+    trustProxy: false,
+    onError: (_req, err) => errors.push(err),
+  });
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
   let deep: unknown = 0;
@@ -23,7 +28,7 @@ afterAll(() => {
 });
 
 describe('HttpServer', () => {
-  it('a reply that cannot be serialised is that request\'s 500; the server goes on', async () => {
+  it("a reply that cannot be serialised is that request's 500; the server goes on", async () => {
     for (const path of ['/cyclic', '/deep']) {
       const r = await fetch(`${base}${path}`);
       expect(r.status, path).toBe(500);

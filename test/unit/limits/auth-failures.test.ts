@@ -4,7 +4,12 @@ import { TokenBuckets } from '../../../src/limits/token-bucket.js';
 
 function clock() {
   let t = 100;
-  return { now: () => t, advance: (s: number) => { t += s; } };
+  return {
+    now: () => t,
+    advance: (s: number) => {
+      t += s;
+    },
+  };
 }
 
 describe('TokenBuckets.peek', () => {
@@ -30,7 +35,10 @@ describe('TokenBuckets.peek', () => {
 describe('AuthFailures', () => {
   const make = (c = clock()) => ({
     c,
-    f: new AuthFailures({ perAddress: { burst: 3, perMin: 60, now: c.now }, perBot: { burst: 5, perMin: 6, now: c.now } }),
+    f: new AuthFailures({
+      perAddress: { burst: 3, perMin: 60, now: c.now },
+      perBot: { burst: 5, perMin: 6, now: c.now },
+    }),
   });
 
   it('charges only failures: checking never spends the budget', () => {

@@ -35,12 +35,14 @@ function fakeSql(db: Db, wallNow: () => number) {
     if (db.gate !== undefined) await db.gate;
     if (db.down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
     if (db.missing) return [];
-    return [{
-      event_allowance: db.allowance === null ? null : String(db.allowance),
-      billed: String(db.billed),
-      stored: String(db.billed),
-      month: db.month ?? new Date(wallNow()).toISOString().slice(0, 7),
-    }];
+    return [
+      {
+        event_allowance: db.allowance === null ? null : String(db.allowance),
+        billed: String(db.billed),
+        stored: String(db.billed),
+        month: db.month ?? new Date(wallNow()).toISOString().slice(0, 7),
+      },
+    ];
   }) as unknown as Sql;
   return { sql, calls };
 }
@@ -106,9 +108,14 @@ function setup(db: Db, o: SetupOptions = {}) {
     store,
     db,
     /** Both clocks move on. */
-    advance: (ms: number) => { t += ms; wall += ms; },
+    advance: (ms: number) => {
+      t += ms;
+      wall += ms;
+    },
     /** Only the wall clock moves (the month changes, or the system clock is set). */
-    setWall: (ms: number) => { wall = ms; },
+    setWall: (ms: number) => {
+      wall = ms;
+    },
   };
 }
 
@@ -118,7 +125,14 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 /** 'pending', or what the promise settled with, after the pending callbacks have run. */
 async function state<T>(p: Promise<T>): Promise<'pending' | { value: T } | { error: unknown }> {
   let s: 'pending' | { value: T } | { error: unknown } = 'pending';
-  p.then((value) => { s = { value }; }, (error: unknown) => { s = { error }; });
+  p.then(
+    (value) => {
+      s = { value };
+    },
+    (error: unknown) => {
+      s = { error };
+    },
+  );
   await turn();
   await turn();
   return s;
@@ -137,7 +151,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 
 function reasonOf(s: 'pending' | { value: unknown } | { error: unknown }): string {
   expect(s).toMatchObject({ error: expect.any(QuotaRefusal) });
-  return ((s as { error: QuotaRefusal }).error).reason;
+  return (s as { error: QuotaRefusal }).error.reason;
 }
 
 afterEach(() => {
@@ -179,7 +193,13 @@ describe('Quota.check: the cached plan', () => {
 
   it('shares one read between concurrent first requests', async () => {
     let open!: () => void;
-    const q = setup({ allowance: 10, billed: 0, gate: new Promise<void>((r) => { open = r; }) });
+    const q = setup({
+      allowance: 10,
+      billed: 0,
+      gate: new Promise<void>((r) => {
+        open = r;
+      }),
+    });
     const all = Promise.all([q.quota.check(P), q.quota.check(P), q.quota.reserve(P, 2)]);
     await turn();
     open();
@@ -242,7 +262,10 @@ describe('Quota.check: the cached plan', () => {
 
 describe('Quota: projects without a limit', () => {
   it('never touches the lease store for an unlimited or unknown project', async () => {
-    for (const db of [{ allowance: null, billed: 1_000_000 }, { allowance: 5, billed: 0, missing: true }]) {
+    for (const db of [
+      { allowance: null, billed: 1_000_000 },
+      { allowance: 5, billed: 0, missing: true },
+    ]) {
       const q = setup(db);
       await q.quota.check(P);
       for (let i = 0; i < 5; i++) {
@@ -272,7 +295,11 @@ describe('Quota.reserve: the lease', () => {
     const q = setup({ allowance: 1000, billed: 0 }, { block: 10 });
     const rs: Reservation[] = [];
     for (let i = 0; i < 3; i++) rs.push(await q.quota.reserve(P, 4));
-    expect(rs).toEqual([{ projectId: P, events: 4 }, { projectId: P, events: 4 }, { projectId: P, events: 4 }]);
+    expect(rs).toEqual([
+      { projectId: P, events: 4 },
+      { projectId: P, events: 4 },
+      { projectId: P, events: 4 },
+    ]);
     // One renewal for all three: 4 + 4 < 10 admits the third, which crosses the room.
     expect(q.store.calls).toEqual([{ projectId: P, inflight: 0, want: 10 }]);
     expect(q.quota.stats.renewals).toBe(1);
@@ -337,7 +364,9 @@ describe('Quota.reserve: the lease', () => {
     const q = setup({ allowance: 1000, billed: 0 }, { block: 100, minBlock: 100 });
     await q.quota.check(P);
     let open!: () => void;
-    q.store.gate = new Promise<void>((r) => { open = r; });
+    q.store.gate = new Promise<void>((r) => {
+      open = r;
+    });
     const all = Promise.all(Array.from({ length: 8 }, () => q.quota.reserve(P, 5)));
     expect(await state(all)).toBe('pending');
     expect(q.store.calls).toHaveLength(1);
@@ -351,7 +380,9 @@ describe('Quota.reserve: the lease', () => {
     const q = setup({ allowance: 1000, billed: 0 }, { block: 10 });
     const first = await q.quota.reserve(P, 10);
     let open!: () => void;
-    q.store.gate = new Promise<void>((r) => { open = r; });
+    q.store.gate = new Promise<void>((r) => {
+      open = r;
+    });
     const a = q.quota.reserve(P, 1); // starts the renewal
     expect(await state(a)).toBe('pending');
     // Room given back to the old lease during the renewal must not admit around it.
@@ -370,7 +401,10 @@ describe('Quota.reserve: the lease', () => {
     const ps = Array.from({ length: 3 }, () => q.quota.reserve(P, 4));
     const states = await Promise.all(ps.map((p) => state(p)));
     // 0 < 5 and 4 < 5 admit two; the third finds the room used and events of this instance in flight.
-    expect(states.slice(0, 2)).toEqual([{ value: { projectId: P, events: 4 } }, { value: { projectId: P, events: 4 } }]);
+    expect(states.slice(0, 2)).toEqual([
+      { value: { projectId: P, events: 4 } },
+      { value: { projectId: P, events: 4 } },
+    ]);
     expect(states[2]).toBe('pending');
     expect(q.store.calls).toHaveLength(1);
     q.quota.settle(await ps[0]!, 4);
@@ -419,7 +453,10 @@ describe('Quota.reserve: a renewal that grants nothing', () => {
     q.store.block = 0;
     const waiting = q.quota.reserve(P, 1);
     expect(await state(waiting)).toBe('pending');
-    expect(q.store.calls).toEqual([{ projectId: P, inflight: 0, want: 10 }, { projectId: P, inflight: 12, want: expect.any(Number) }]);
+    expect(q.store.calls).toEqual([
+      { projectId: P, inflight: 0, want: 10 },
+      { projectId: P, inflight: 12, want: expect.any(Number) },
+    ]);
     // b is billed; the store still has nothing to give (a is in flight): it waits on.
     q.db.billed = 6;
     q.quota.settle(b, 6);
@@ -467,7 +504,7 @@ describe('Quota.reserve: a renewal that grants nothing', () => {
     q.quota.settle(small, 1);
   });
 
-  it("answers \"settling\" when waitLimitMs passes without a settle (the wait's own timer)", async () => {
+  it('answers "settling" when waitLimitMs passes without a settle (the wait\'s own timer)', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const q = setup({ allowance: 10, billed: 0 }, { waitLimitMs: 500, block: 10 });
     const held = await q.quota.reserve(P, 10);
@@ -624,7 +661,12 @@ describe('Quota: a lease store that fails', () => {
 class PgLike {
   readonly ledger = new Map<string, number>();
   readonly rows = new Map<string, { events: number; billedAtGrant: number; holdUntil: number }>();
-  constructor(public allowance: number | null, private readonly now: () => number, private readonly leaseMs: number, private readonly holdMs: number) {}
+  constructor(
+    public allowance: number | null,
+    private readonly now: () => number,
+    private readonly leaseMs: number,
+    private readonly holdMs: number,
+  ) {}
 
   billed(): number {
     let n = 0;
@@ -656,7 +698,11 @@ class PgLike {
         const remaining = self.allowance - billed - others - inflight;
         const share = Math.ceil(remaining / (holders + 1));
         const granted = Math.max(0, Math.min(want, remaining, Math.max(share, 1)));
-        self.rows.set(instance, { events: inflight + granted, billedAtGrant: self.ledger.get(instance) ?? 0, holdUntil: self.now() + self.leaseMs + self.holdMs });
+        self.rows.set(instance, {
+          events: inflight + granted,
+          billedAtGrant: self.ledger.get(instance) ?? 0,
+          holdUntil: self.now() + self.leaseMs + self.holdMs,
+        });
         return { allowance: self.allowance, billed, granted };
       },
     };
@@ -668,7 +714,14 @@ class PgLike {
  * "exhausted"; "settling" is retried after a second (Retry-After), "unreadable" fails the test.
  * `billedOf(batch)` says how many events of a batch turn out billed (the rest are redeliveries).
  */
-async function simulate(o: { allowance: number; instances: number; clients: number; batch: number; billedOf?: (n: number) => number; rounds?: number }) {
+async function simulate(o: {
+  allowance: number;
+  instances: number;
+  clients: number;
+  batch: number;
+  billedOf?: (n: number) => number;
+  rounds?: number;
+}) {
   let t = 0;
   const now = () => t;
   const pg = new PgLike(o.allowance, now, 2000, 15_000);
@@ -680,7 +733,11 @@ async function simulate(o: { allowance: number; instances: number; clients: numb
   const outcomes: string[] = [];
   const instances = Array.from({ length: o.instances }, (_, i) => {
     const store = pg.store(`i${i}`);
-    return { id: `i${i}`, store, quota: new Quota(sql, store, { ttlMs: 1000, leaseMs: 2000, waitLimitMs: WAIT, now, wallNow: () => JAN }) };
+    return {
+      id: `i${i}`,
+      store,
+      quota: new Quota(sql, store, { ttlMs: 1000, leaseMs: 2000, waitLimitMs: WAIT, now, wallNow: () => JAN }),
+    };
   });
   async function client(inst: (typeof instances)[number], k: number): Promise<void> {
     for (let round = 0; round < (o.rounds ?? 1000); round++) {

@@ -3,7 +3,12 @@ import { TokenBuckets } from '../../../src/limits/token-bucket.js';
 
 function clock() {
   let t = 0;
-  return { now: () => t, advance: (s: number) => { t += s; } };
+  return {
+    now: () => t,
+    advance: (s: number) => {
+      t += s;
+    },
+  };
 }
 
 describe('TokenBuckets', () => {

@@ -1,10 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import { processBotApiBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
 
-const ctx = { projectId: '11111111-1111-1111-1111-111111111111', botId: '22222222-2222-2222-2222-222222222222', receivedAt: '2026-11-22T10:00:00.000Z', channel: 'bot_api' as const, messengerBotId: '99', connection: 'token:test', userId: null };
+const ctx = {
+  projectId: '11111111-1111-1111-1111-111111111111',
+  botId: '22222222-2222-2222-2222-222222222222',
+  receivedAt: '2026-11-22T10:00:00.000Z',
+  channel: 'bot_api' as const,
+  messengerBotId: '99',
+  connection: 'token:test',
+  userId: null,
+};
 let n = 0;
 const id = () => `0b6f3a8e-5c1d-4e2a-9f7b-${String(++n).padStart(12, '0')}`;
-const ev = (over: Record<string, unknown> = {}) => ({ eventId: id(), eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42', ...over });
+const ev = (over: Record<string, unknown> = {}) => ({
+  eventId: id(),
+  eventName: 'n',
+  eventDate: '2026-11-22T10:00:00Z',
+  eventType: 'message',
+  eventOrigin: 'custom',
+  platformUserId: '42',
+  ...over,
+});
 
 function ok(body: unknown): BatchResult {
   const r = processBotApiBatch(body, ctx);
@@ -18,23 +34,38 @@ function refusal(body: unknown) {
   return r.refusal;
 }
 
-const rows = (b: BatchResult) => new TextDecoder().decode(b.rows).split('\n').filter((l) => l !== '');
+const rows = (b: BatchResult) =>
+  new TextDecoder()
+    .decode(b.rows)
+    .split('\n')
+    .filter((l) => l !== '');
 
 describe('processBotApiBatch: request-level refusals', () => {
   it.each([
-    [[], 'invalid_body'], ['x', 'invalid_body'], [null, 'invalid_body'],
-    [{}, 'events_invalid'], [{ events: {} }, 'events_invalid'], [{ events: [] }, 'events_invalid'],
+    [[], 'invalid_body'],
+    ['x', 'invalid_body'],
+    [null, 'invalid_body'],
+    [{}, 'events_invalid'],
+    [{ events: {} }, 'events_invalid'],
+    [{ events: [] }, 'events_invalid'],
     [{ events: Array.from({ length: 1001 }, () => ev()) }, 'events_invalid'],
-    [{ events: [ev()], version: '2' }, 'unsupported_version'], [{ events: [ev()], version: 1 }, 'unsupported_version'],
+    [{ events: [ev()], version: '2' }, 'unsupported_version'],
+    [{ events: [ev()], version: 1 }, 'unsupported_version'],
   ])('%j → %s', (body, code) => {
     expect(refusal(body).code).toBe(code);
   });
 
-  it.each(['eventId', 'eventDate', 'eventType', 'eventOrigin'])('refuses the whole request when an event lacks %s or has the wrong type', (field) => {
-    const missing = refusal({ events: [ev(), ev({ [field]: undefined })] });
-    expect(missing).toMatchObject({ code: 'event_invalid', details: { index: 1, field } });
-    expect(refusal({ events: [ev({ [field]: 5 })] })).toMatchObject({ code: 'event_invalid', details: { index: 0, field } });
-  });
+  it.each(['eventId', 'eventDate', 'eventType', 'eventOrigin'])(
+    'refuses the whole request when an event lacks %s or has the wrong type',
+    (field) => {
+      const missing = refusal({ events: [ev(), ev({ [field]: undefined })] });
+      expect(missing).toMatchObject({ code: 'event_invalid', details: { index: 1, field } });
+      expect(refusal({ events: [ev({ [field]: 5 })] })).toMatchObject({
+        code: 'event_invalid',
+        details: { index: 0, field },
+      });
+    },
+  );
 
   it('refuses an event that is not an object', () => {
     expect(refusal({ events: [ev(), 'x'] })).toMatchObject({ code: 'event_invalid', details: { index: 1 } });
@@ -48,7 +79,15 @@ describe('processBotApiBatch: request-level refusals', () => {
 describe('processBotApiBatch: counting', () => {
   it('accepted + rejected + duplicated = events; first occurrence wins', () => {
     const dup = id();
-    const b = ok({ events: [ev({ eventId: dup }), ev({ eventId: dup.toUpperCase(), eventName: 'second' }), ev({ platformUserId: undefined }), ev({ eventId: 'nope' }), ev({ eventId: 'nope' })] });
+    const b = ok({
+      events: [
+        ev({ eventId: dup }),
+        ev({ eventId: dup.toUpperCase(), eventName: 'second' }),
+        ev({ platformUserId: undefined }),
+        ev({ eventId: 'nope' }),
+        ev({ eventId: 'nope' }),
+      ],
+    });
     expect(b).toMatchObject({ accepted: 1, rejected: 3, duplicated: 1 });
     expect(rows(b)).toHaveLength(1);
     expect(rows(b)[0]).toContain(dup);
@@ -92,9 +131,16 @@ describe('processBotApiBatch: profiles and bot', () => {
   it('upserts profiles, adds bare rows for every user seen, skips invalid items', () => {
     const b = ok({
       events: [ev({ platformUserId: '5' }), ev({ platformUserId: '6' })],
-      users: [{ messengerUserId: 5, username: 'five', firstName: 'Five', isPremium: true }, { messengerUserId: 'x' }, { messengerUserId: 7, isPremium: 'yes' }, 'junk'],
+      users: [
+        { messengerUserId: 5, username: 'five', firstName: 'Five', isPremium: true },
+        { messengerUserId: 'x' },
+        { messengerUserId: 7, isPremium: 'yes' },
+        'junk',
+      ],
     });
-    expect(b.profiles).toEqual([{ id: '5', username: 'five', firstName: 'Five', lastName: undefined, languageCode: undefined, isPremium: true }]);
+    expect(b.profiles).toEqual([
+      { id: '5', username: 'five', firstName: 'Five', lastName: undefined, languageCode: undefined, isPremium: true },
+    ]);
     expect(b.userIds).toEqual(['6']);
     expect(b.diagnostics.map((d) => [d.event_id, d.code, d.path, d.severity])).toEqual([
       [null, 'user_profile_invalid', 'users[1]', 'warning'],
@@ -117,8 +163,18 @@ describe('processBotApiBatch: profiles and bot', () => {
     const other = ok({ events: [ev(), ev()], bot: { messengerBotId: 12345, name: 'Squatter' } });
     expect(other.bot).toBeNull();
     expect(other.accepted).toBe(2);
-    expect(other.diagnostics).toEqual([expect.objectContaining({ event_id: null, code: 'bot_snapshot_mismatch', severity: 'warning', path: 'bot.messenger_bot_id' })]);
-    const unconfigured = processBotApiBatch({ events: [ev()], bot: { messengerBotId: 99 } }, { ...ctx, messengerBotId: null });
+    expect(other.diagnostics).toEqual([
+      expect.objectContaining({
+        event_id: null,
+        code: 'bot_snapshot_mismatch',
+        severity: 'warning',
+        path: 'bot.messenger_bot_id',
+      }),
+    ]);
+    const unconfigured = processBotApiBatch(
+      { events: [ev()], bot: { messengerBotId: 99 } },
+      { ...ctx, messengerBotId: null },
+    );
     if (!unconfigured.ok) throw new Error('refused');
     expect(unconfigured.batch.bot).toBeNull();
     expect(unconfigured.batch.diagnostics.map((d) => d.code)).toEqual(['bot_snapshot_mismatch']);
@@ -128,7 +184,11 @@ describe('processBotApiBatch: profiles and bot', () => {
 describe('processWebappBatch', () => {
   const user = { id: '77', username: 'u', firstName: 'F', lastName: null, languageCode: 'en', isPremium: false };
   it('stamps the initData user on every event and reports bad events per event', () => {
-    const r = processWebappBatch([ev({ platformUserId: '1', eventOrigin: 'platform' }), { eventName: 'x' }, 'junk'], { ...ctx, channel: 'webapp' }, user);
+    const r = processWebappBatch(
+      [ev({ platformUserId: '1', eventOrigin: 'platform' }), { eventName: 'x' }, 'junk'],
+      { ...ctx, channel: 'webapp' },
+      user,
+    );
     if (!r.ok) throw new Error('refused');
     expect(r.batch).toMatchObject({ accepted: 1, rejected: 2, duplicated: 0, profiles: [user], userIds: [] });
     const cols = rows(r.batch)[0]!.split('\t');
@@ -142,14 +202,27 @@ describe('processWebappBatch', () => {
     const webapp = (events: unknown) => processWebappBatch(events, { ...ctx, channel: 'webapp' }, user);
     const botApi = (events: unknown) => processBotApiBatch({ events }, ctx);
     const many = (n: number) => Array.from({ length: n }, () => ev());
-    for (const [name, process] of [['webapp', webapp], ['bot_api', botApi]] as const) {
-      expect(process([]), name).toEqual({ ok: false, refusal: { code: 'events_invalid', message: '"events" is empty; send at least one event.' } });
+    for (const [name, process] of [
+      ['webapp', webapp],
+      ['bot_api', botApi],
+    ] as const) {
+      expect(process([]), name).toEqual({
+        ok: false,
+        refusal: { code: 'events_invalid', message: '"events" is empty; send at least one event.' },
+      });
       expect(process(many(1001)), name).toEqual({
         ok: false,
-        refusal: { code: 'events_invalid', message: '"events" holds 1001 events; at most 1000 are allowed per request.', details: { count: 1001, max: 1000 } },
+        refusal: {
+          code: 'events_invalid',
+          message: '"events" holds 1001 events; at most 1000 are allowed per request.',
+          details: { count: 1001, max: 1000 },
+        },
       });
       for (const notArray of [{}, 'events', 7, null, undefined, { 0: ev(), length: 1 }]) {
-        expect(process(notArray), `${name} ${JSON.stringify(notArray)}`).toEqual({ ok: false, refusal: { code: 'events_invalid', message: '"events" must be an array of events.' } });
+        expect(process(notArray), `${name} ${JSON.stringify(notArray)}`).toEqual({
+          ok: false,
+          refusal: { code: 'events_invalid', message: '"events" must be an array of events.' },
+        });
       }
       // The largest batch allowed goes through.
       const full = process(many(1000));

@@ -22,8 +22,17 @@ describe('envelopeFromPrefix', () => {
   });
 
   it('refuses a body whose envelope does not come first within the prefix', () => {
-    for (const text of [`{"events":[{"eventId":"x"},{"eventId":"y"`, `{"botId":"${BOT}","events":[1,2,3`, `{"botId":"${BOT}","auth":{"initData":"unfinished`, '   ', '{"bot']) {
-      expect(read(text), text).toMatchObject({ ok: false, refusal: { code: 'invalid_body', details: { envelopeMaxBytes: 65536 } } });
+    for (const text of [
+      `{"events":[{"eventId":"x"},{"eventId":"y"`,
+      `{"botId":"${BOT}","events":[1,2,3`,
+      `{"botId":"${BOT}","auth":{"initData":"unfinished`,
+      '   ',
+      '{"bot',
+    ]) {
+      expect(read(text), text).toMatchObject({
+        ok: false,
+        refusal: { code: 'invalid_body', details: { envelopeMaxBytes: 65536 } },
+      });
     }
   });
 
@@ -37,13 +46,22 @@ describe('envelopeFromPrefix', () => {
   it('refuses nesting deeper than MAX_JSON_DEPTH in what it reads or skips', () => {
     const deep = (k: number) => `${'['.repeat(k)}${']'.repeat(k)}`;
     expect(read(`{"pad":${deep(63)},"botId":"${BOT}","auth":{"initData":"q"}}`)).toMatchObject({ ok: true });
-    expect(read(`{"pad":${deep(64)},"botId":"${BOT}"`)).toMatchObject({ ok: false, refusal: { code: 'invalid_json', details: { maxDepth: 64 } } });
-    expect(read(`{"botId":"${BOT}","auth":{"initData":"q","x":${deep(63)}}}`)).toMatchObject({ ok: false, refusal: { code: 'invalid_json' } });
+    expect(read(`{"pad":${deep(64)},"botId":"${BOT}"`)).toMatchObject({
+      ok: false,
+      refusal: { code: 'invalid_json', details: { maxDepth: 64 } },
+    });
+    expect(read(`{"botId":"${BOT}","auth":{"initData":"q","x":${deep(63)}}}`)).toMatchObject({
+      ok: false,
+      refusal: { code: 'invalid_json' },
+    });
     expect(read(deep(200_000).slice(0, 65536))).toMatchObject({ ok: false, refusal: { code: 'invalid_json' } });
   });
 
   it('takes the last of repeated keys, as JSON.parse does', () => {
     const other = '1b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b';
-    expect(read(`{"botId":"${other}","botId":"${BOT}","auth":{"initData":"q"},"events":[`)).toEqual({ ok: true, envelope: { botId: BOT, initData: 'q' } });
+    expect(read(`{"botId":"${other}","botId":"${BOT}","auth":{"initData":"q"},"events":[`)).toEqual({
+      ok: true,
+      envelope: { botId: BOT, initData: 'q' },
+    });
   });
 });

@@ -4,7 +4,14 @@ import type { Endpoint } from '../../../src/endpoints.js';
 import { normalizeEvent } from '../../../src/pipeline/event.js';
 
 const ID = '0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b';
-const base = { eventId: ID, eventName: 'n', eventDate: '2026-11-22T10:00:00Z', eventType: 'message', eventOrigin: 'custom', platformUserId: '42' };
+const base = {
+  eventId: ID,
+  eventName: 'n',
+  eventDate: '2026-11-22T10:00:00Z',
+  eventType: 'message',
+  eventOrigin: 'custom',
+  platformUserId: '42',
+};
 
 const parse = (json: string | null) => (json === null ? null : JSON.parse(json));
 
@@ -12,7 +19,14 @@ function run(over: Record<string, unknown>, mode: Endpoint = 'bot_api') {
   const diag = new DiagnosticSink();
   const raw = normalizeEvent({ ...base, ...over }, ID, mode, diag);
   // Buckets are built as JSON text; compare them as objects.
-  const ev = raw && { ...raw, propsString: parse(raw.propsString), propsLong: parse(raw.propsLong), propsFloat: parse(raw.propsFloat), propsBool: parse(raw.propsBool), tg: parse(raw.tg) };
+  const ev = raw && {
+    ...raw,
+    propsString: parse(raw.propsString),
+    propsLong: parse(raw.propsLong),
+    propsFloat: parse(raw.propsFloat),
+    propsBool: parse(raw.propsBool),
+    tg: parse(raw.tg),
+  };
   return { ev, raw, diags: diag.items.map((d) => [d.severity, d.code, d.path]) };
 }
 
@@ -39,7 +53,11 @@ describe('normalizeEvent: errors drop the event', () => {
 
   it('reports every error of an event', () => {
     const r = run({ platformUserId: undefined, eventName: '', eventOrigin: 'x' });
-    expect(r.diags.map((d) => d[1])).toEqual(['event_missing_identity', 'event_missing_identity', 'event_origin_invalid']);
+    expect(r.diags.map((d) => d[1])).toEqual([
+      'event_missing_identity',
+      'event_missing_identity',
+      'event_origin_invalid',
+    ]);
   });
 
   it('accepts the largest int64 user id', () => {
@@ -61,7 +79,12 @@ describe('normalizeEvent: warnings repair the event', () => {
       propsFloat: { inf: null, f: 2.5, i: 3, s: 'x' },
       propsBool: { b: true, n: 1 },
     });
-    expect(r.ev).toMatchObject({ propsString: { ok: 'y' }, propsLong: { n: -3, zero: 0 }, propsFloat: { f: 2.5, i: 3 }, propsBool: { b: true } });
+    expect(r.ev).toMatchObject({
+      propsString: { ok: 'y' },
+      propsLong: { n: -3, zero: 0 },
+      propsFloat: { f: 2.5, i: 3 },
+      propsBool: { b: true },
+    });
     expect(r.diags).toEqual([
       ['warning', 'prop_key_reserved', 'props_string.$os'],
       ['warning', 'prop_key_invalid', 'props_string.1bad'],
@@ -129,7 +152,9 @@ describe('normalizeEvent: warnings repair the event', () => {
   it('keeps __proto__ and constructor keys as plain data', () => {
     const protoNames = Object.getOwnPropertyNames(Object.prototype).sort();
     // JSON.parse makes "__proto__" an own data key, as a request body would.
-    const input = JSON.parse('{"eventOrigin":"platform","propsString":{"__proto__":"p","constructor":"c","tg.__proto__":"t","tg.constructor":"u"},"propsLong":{"__proto__":5,"prototype":6},"propsBool":{"constructor":true}}');
+    const input = JSON.parse(
+      '{"eventOrigin":"platform","propsString":{"__proto__":"p","constructor":"c","tg.__proto__":"t","tg.constructor":"u"},"propsLong":{"__proto__":5,"prototype":6},"propsBool":{"constructor":true}}',
+    );
     const r = run(input);
     expect(r.diags).toEqual([]);
     // The stored JSON text holds every key, in order, as data; none was promoted to $tg.
@@ -141,7 +166,12 @@ describe('normalizeEvent: warnings repair the event', () => {
     // Read back, "__proto__" is an own property with its value, and the object's prototype is untouched.
     const props = JSON.parse(r.raw!.propsString!) as Record<string, unknown>;
     expect(Object.keys(props)).toEqual(['__proto__', 'constructor', 'tg.__proto__', 'tg.constructor']);
-    expect(Object.getOwnPropertyDescriptor(props, '__proto__')).toEqual({ value: 'p', writable: true, enumerable: true, configurable: true });
+    expect(Object.getOwnPropertyDescriptor(props, '__proto__')).toEqual({
+      value: 'p',
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
     expect(Object.getPrototypeOf(props)).toBe(Object.prototype);
     expect(Object.getOwnPropertyDescriptor(JSON.parse(r.raw!.propsLong!), '__proto__')?.value).toBe(5);
     // Object.prototype was not polluted: the same own names, constructor still Object, no "p", 5 or "c" anywhere.
@@ -151,7 +181,13 @@ describe('normalizeEvent: warnings repair the event', () => {
     const fresh = {} as Record<string, unknown>;
     expect(Object.getPrototypeOf(fresh)).toBe(Object.prototype);
     expect(fresh.constructor).toBe(Object);
-    expect([fresh.p, fresh.prototype, fresh.t, fresh.u, fresh['tg.__proto__']]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect([fresh.p, fresh.prototype, fresh.t, fresh.u, fresh['tg.__proto__']]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });
 
@@ -177,7 +213,11 @@ describe('normalizeEvent: $tg promotion', () => {
   });
 
   it('derives the action key: payment charge, then message, then update', () => {
-    const pay = run({ eventOrigin: 'platform', propsString: { 'tg.telegram_payment_charge_id': 'c1' }, propsLong: { 'tg.update_id': 3, 'tg.chat_id': 1, 'tg.message_id': 2 } });
+    const pay = run({
+      eventOrigin: 'platform',
+      propsString: { 'tg.telegram_payment_charge_id': 'c1' },
+      propsLong: { 'tg.update_id': 3, 'tg.chat_id': 1, 'tg.message_id': 2 },
+    });
     expect(pay.ev?.actionKey).toBe('payment:c1');
     expect(run({ eventOrigin: 'platform', propsLong: { 'tg.update_id': 3 } }).ev?.actionKey).toBe('update:3');
     expect(run({ eventOrigin: 'platform', propsLong: { 'tg.chat_id': 3 } }).ev?.actionKey).toBeNull();
@@ -187,7 +227,15 @@ describe('normalizeEvent: $tg promotion', () => {
 
 describe('normalizeEvent: webapp', () => {
   it('needs no user id or origin, ignores floats, promotes nothing', () => {
-    const r = run({ platformUserId: undefined, eventOrigin: undefined, propsFloat: { f: 1.5 }, propsLong: { 'tg.total_amount': 1 } }, 'webapp');
+    const r = run(
+      {
+        platformUserId: undefined,
+        eventOrigin: undefined,
+        propsFloat: { f: 1.5 },
+        propsLong: { 'tg.total_amount': 1 },
+      },
+      'webapp',
+    );
     expect(r.ev).toMatchObject({ origin: 'custom', propsFloat: null, tg: null, propsLong: { 'tg.total_amount': 1 } });
     expect(r.diags).toEqual([]);
   });

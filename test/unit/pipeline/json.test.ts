@@ -25,7 +25,10 @@ describe('deeperThan', () => {
 describe('decodeJson', () => {
   it('refuses nesting past maxDepth with invalid_json naming the limit', () => {
     const text = Buffer.from(`{"events":${'['.repeat(70)}${']'.repeat(70)}}`);
-    expect(decodeJson(text, false, { maxBytes: 1e6, maxDepth: 64 })).toMatchObject({ ok: false, refusal: { code: 'invalid_json', details: { maxDepth: 64 } } });
+    expect(decodeJson(text, false, { maxBytes: 1e6, maxDepth: 64 })).toMatchObject({
+      ok: false,
+      refusal: { code: 'invalid_json', details: { maxDepth: 64 } },
+    });
     expect(decodeJson(text, false, { maxBytes: 1e6, maxDepth: 80 })).toMatchObject({ ok: true });
   });
 });
@@ -43,6 +46,9 @@ describe('inflatePrefix', () => {
     const body = gzipSync(Buffer.from(JSON.stringify({ pad: 'x'.repeat(100_000) })).toString('base64'));
     const cut = await inflatePrefix(body.subarray(0, Math.floor(body.length / 2)), 1 << 20, false);
     expect(cut.ok && !cut.complete && cut.bytes.length > 0).toBe(true);
-    expect(await inflatePrefix(Buffer.from('not gzip'), 1024, true)).toMatchObject({ ok: false, refusal: { code: 'invalid_gzip' } });
+    expect(await inflatePrefix(Buffer.from('not gzip'), 1024, true)).toMatchObject({
+      ok: false,
+      refusal: { code: 'invalid_gzip' },
+    });
   });
 });

@@ -9,7 +9,11 @@ describe('repairString', () => {
     expect(repairString('a\u0000b\u0000')).toEqual({ value: 'ab', nulRemoved: true, unicodeRepaired: false });
   });
   it('replaces unpaired surrogates', () => {
-    expect(repairString('x\uD800y\uDC00')).toEqual({ value: 'x\uFFFDy\uFFFD', nulRemoved: false, unicodeRepaired: true });
+    expect(repairString('x\uD800y\uDC00')).toEqual({
+      value: 'x\uFFFDy\uFFFD',
+      nulRemoved: false,
+      unicodeRepaired: true,
+    });
   });
 });
 

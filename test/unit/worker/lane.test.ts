@@ -12,10 +12,11 @@ afterEach(() => {
 function tasks(order: string[]) {
   const gates = new Map<string, () => void>();
   return {
-    task: (name: string) => () => new Promise<string>((resolve) => {
-      order.push(name);
-      gates.set(name, () => resolve(name));
-    }),
+    task: (name: string) => () =>
+      new Promise<string>((resolve) => {
+        order.push(name);
+        gates.set(name, () => resolve(name));
+      }),
     done: async (name: string) => {
       gates.get(name)!();
       await vi.advanceTimersByTimeAsync(0);
@@ -33,7 +34,8 @@ describe('Lane', () => {
     running.push(lane.run('low', t.task('l1')), lane.run('low', t.task('l2')));
     await expect(lane.run('low', t.task('l3'))).rejects.toBeInstanceOf(PoolOverloaded);
     expect(order).toEqual(['n0']);
-    for (const name of ['n0', 'n1', 'n2', 'n3', 'l1', 'n4', 'n5', 'n6', 'l2']) if (order.includes(name)) await t.done(name);
+    for (const name of ['n0', 'n1', 'n2', 'n3', 'l1', 'n4', 'n5', 'n6', 'l2'])
+      if (order.includes(name)) await t.done(name);
     expect(order).toEqual(['n0', 'n1', 'n2', 'n3', 'l1', 'n4', 'n5', 'n6', 'l2']);
     await Promise.all(running);
   });

@@ -9,7 +9,12 @@ const ADA = 'Ada|Lovelace|en';
 function setup(maxEntries = 1000) {
   let t = 5_000;
   const profiles = new RecentProfiles(WINDOW, maxEntries, () => t);
-  return { profiles, advance: (ms: number) => { t += ms; } };
+  return {
+    profiles,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 describe('RecentProfiles', () => {
@@ -74,10 +79,20 @@ describe('RecentProfiles', () => {
     profiles.tick(); // three: rotation, they become the previous generation
     profiles.remember(P, '4', ADA);
     profiles.tick(); // one: no rotation
-    expect([profiles.fresh(P, '1', '99'), profiles.fresh(P, '2', ADA), profiles.fresh(Q, '1', ADA), profiles.fresh(P, '4', ADA)]).toEqual([true, true, true, true]);
+    expect([
+      profiles.fresh(P, '1', '99'),
+      profiles.fresh(P, '2', ADA),
+      profiles.fresh(Q, '1', ADA),
+      profiles.fresh(P, '4', ADA),
+    ]).toEqual([true, true, true, true]);
     profiles.remember(P, '5', ADA);
     profiles.remember(P, '6', ADA);
     profiles.tick(); // full again: the first generation is dropped
-    expect([profiles.fresh(P, '1', '99'), profiles.fresh(P, '2', ADA), profiles.fresh(P, '4', ADA), profiles.fresh(P, '6', ADA)]).toEqual([false, false, true, true]);
+    expect([
+      profiles.fresh(P, '1', '99'),
+      profiles.fresh(P, '2', ADA),
+      profiles.fresh(P, '4', ADA),
+      profiles.fresh(P, '6', ADA),
+    ]).toEqual([false, false, true, true]);
   });
 });

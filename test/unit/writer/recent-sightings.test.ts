@@ -12,7 +12,12 @@ function setup(capacity = 1024) {
     remember: (projectId: string, userId: string) => cache.remember(projectId, userId),
     fresh: (projectId: string, userId: string) => cache.freshIn(cache.project(projectId), userId, cache.seconds()),
   };
-  return { seen, advance: (ms: number) => { t += ms; } };
+  return {
+    seen,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 describe('RecentSightings', () => {
