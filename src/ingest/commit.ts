@@ -39,11 +39,11 @@ export interface CommitTarget extends WriteTarget {
 }
 
 export interface CommitDeps {
-  quota: Quota;
+  quota: Pick<Quota, 'check' | 'reserve' | 'settle' | 'release'>;
   sink: EventSink;
   /** What requests derived from their bodies, counted against MAX_INFLIGHT_BODY_BYTES per project. */
   derived: DerivedBytes;
-  quarantineBudget: QuarantineBudget;
+  quarantineBudget: Pick<QuarantineBudget, 'admit' | 'drop'>;
   /** After every batch, committed (with its outcome) or rejected whole (null). */
   onOutcome?: (target: CommitTarget, batch: BatchResult, outcome: WriteOutcome | null) => void;
 }

@@ -14,9 +14,10 @@
 import { classify, DOWN_MS, REQUEST_DATA, RETRIES } from './failure-policy.js';
 import { type EventSink, WriteError, type WriteOutcome, type WriteRequest } from './sink.js';
 import { PREPARE_STATEMENTS } from './statements.js';
+import type { Shard } from './statements.js';
 import { commitRequests, type Committed } from './transaction.js';
 import { UserRows } from './users.js';
-import { WireConnection } from './wire.js';
+import { type ScriptPart, type QueryResult, WireConnection } from './wire.js';
 
 export interface CommitInfo {
   requests: number;
@@ -25,7 +26,49 @@ export interface CommitInfo {
   path: 'copy' | 'staging';
 }
 
+/** What the writer needs of a database session: a WireConnection, or a fake in a unit test. */
+export interface WriterConnection {
+  readonly usable: boolean;
+  script(parts: ScriptPart[]): Promise<QueryResult[]>;
+  cancel(): Promise<void>;
+  close(): void;
+}
+
+/** How the writer opens a session (its statements prepared) and commits a batch on it. */
+export interface WriterTransport {
+  connect(slot: number): Promise<WriterConnection>;
+  commit(
+    conn: WriterConnection,
+    requests: readonly WriteRequest[],
+    staged: boolean,
+    shard: Shard,
+    users: UserRows,
+  ): Promise<Committed>;
+}
+
+/** PostgreSQL over the writer's own wire client. */
+function postgresTransport(o: WriterOptions): WriterTransport {
+  return {
+    async connect(slot) {
+      const conn = await WireConnection.connect({
+        url: o.url,
+        applicationName: `tg-ingest writer ${slot}`,
+        connectTimeoutMs: Math.min(5000, o.writeTimeoutMs),
+      });
+      const [prepared] = await conn.script([{ sql: PREPARE_STATEMENTS }]);
+      if (prepared!.error !== null) {
+        conn.close();
+        throw prepared!.error;
+      }
+      return conn;
+    },
+    commit: commitRequests,
+  };
+}
+
 export interface WriterOptions {
+  /** Another way to reach the database (unit tests); PostgreSQL at `url` by default. */
+  transport?: WriterTransport;
   url: string;
   connections: number;
   batchMaxRows: number;
@@ -50,7 +93,7 @@ interface Pending {
 interface Slot {
   id: number;
   /** Opened before the slot's first batch and after a lost one. */
-  conn: WireConnection | null;
+  conn: WriterConnection | null;
   busy: boolean;
 }
 
@@ -77,26 +120,19 @@ export class GroupCommitWriter implements EventSink {
   private downUntil = 0;
   private readonly users = new UserRows();
 
+  private readonly transport: WriterTransport;
+
   constructor(private readonly opts: WriterOptions) {
+    this.transport = opts.transport ?? postgresTransport(opts);
     for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, conn: null, busy: false });
     this.sweeper = setInterval(() => this.expireWaiting(), Math.max(50, Math.min(1000, opts.writeTimeoutMs / 4)));
     this.sweeper.unref();
   }
 
-  private async connection(slot: Slot): Promise<WireConnection> {
+  private async connection(slot: Slot): Promise<WriterConnection> {
     if (slot.conn?.usable) return slot.conn;
-    const conn = await WireConnection.connect({
-      url: this.opts.url,
-      applicationName: `tg-ingest writer ${slot.id}`,
-      connectTimeoutMs: Math.min(5000, this.opts.writeTimeoutMs),
-    });
-    const [prepared] = await conn.script([{ sql: PREPARE_STATEMENTS }]);
-    if (prepared!.error !== null) {
-      conn.close();
-      throw prepared!.error;
-    }
-    slot.conn = conn;
-    return conn;
+    slot.conn = await this.transport.connect(slot.id);
+    return slot.conn;
   }
 
   get pending(): number {
@@ -305,7 +341,7 @@ export class GroupCommitWriter implements EventSink {
    * answer. A connection not even open yet committed nothing.
    */
   private async transaction(slot: Slot, requests: readonly WriteRequest[], staged: boolean): Promise<Committed> {
-    let conn: WireConnection | null = null;
+    let conn: WriterConnection | null = null;
     let abandoned = false;
     const work = this.connection(slot).then((c) => {
       // Opening a connection can outlast the timeout too (its statements are prepared against
@@ -317,7 +353,13 @@ export class GroupCommitWriter implements EventSink {
         throw new Timeout('the connection opened after the batch had been answered');
       }
       conn = c;
-      return commitRequests(c, requests, staged, { instanceId: this.opts.instanceId, connection: slot.id }, this.users);
+      return this.transport.commit(
+        c,
+        requests,
+        staged,
+        { instanceId: this.opts.instanceId, connection: slot.id },
+        this.users,
+      );
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
@@ -329,7 +371,7 @@ export class GroupCommitWriter implements EventSink {
     } finally {
       clearTimeout(timer);
     }
-    const running = conn as WireConnection | null;
+    const running = conn as WriterConnection | null;
     if (running === null) abandoned = true;
     else await running.cancel().catch(() => undefined);
     const settled = await Promise.race([
