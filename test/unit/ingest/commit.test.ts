@@ -68,7 +68,7 @@ function deps(sink: EventSink, o: { quarantineRoom?: boolean; budget?: number } 
         ledger.reserved += events;
         return { projectId, events };
       },
-      settle: (r, billed) => void (ledger.settled += billed),
+      settle: (_r, billed) => void (ledger.settled += billed),
       release: (r) => void (ledger.released += r.events),
     },
     quarantineBudget: { admit: async () => o.quarantineRoom ?? true, drop: (_p, n) => void dropped.push(n) },
