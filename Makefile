@@ -11,11 +11,18 @@ $(STAMP): package.json package-lock.json
 
 install: $(STAMP)
 
-build: $(STAMP)
+# Built only when a source changed since the last build: a restart costs no compile.
+SOURCES := $(shell find src workers bench client/src -name '*.ts' 2>/dev/null) tsconfig.json client/tsconfig.json
+BUILT := dist/.built
+
+$(BUILT): $(STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	npx tsc -p client/tsconfig.json
+	@touch $@
 
-run: build
+build: $(BUILT)
+
+run: $(BUILT)
 	node dist/src/main.js
 
 # Lints and checks the format (Biome), and type-checks the tests, benchmarks and admin page too (tsc builds only what ships).

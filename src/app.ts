@@ -20,6 +20,8 @@ export interface App {
   port: number;
   /** The admin listener's port when ADMIN_PORT is set. */
   adminPort: number | null;
+  /** Projects that existed at start (the banner tells a newcomer what to do first). */
+  projects: number;
   /** Stops accepting, answers what is in flight, commits what is queued, closes pool and database. */
   shutdown(): Promise<void>;
 }
@@ -72,10 +74,12 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   const port = await server.listen(config.host, config.port);
   const adminPort = adminServer === server ? null : await adminServer.listen(config.adminHost!, config.adminPort!);
 
+  const [{ n: projects }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM projects`;
   let shuttingDown: Promise<void> | null = null;
   return {
     port,
     adminPort,
+    projects: projects ?? 0,
     shutdown() {
       shuttingDown ??= (async () => {
         for (const s of servers) s.stopListening();

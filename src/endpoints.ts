@@ -10,6 +10,8 @@ export const PATHS = {
   /** The first path of each endpoint is the one new code uses; the second is a legacy alias. */
   bot_api: ['/tg', '/messenger'],
   webapp: ['/tg/webapp', '/messenger/webapp'],
+  /** Points to the admin page, the OpenAPI document and the docs. */
+  root: '/',
   health: '/healthz',
   ready: '/readyz',
   metrics: '/metrics',

@@ -14,17 +14,26 @@ function localUrl(host: string, port: number): string {
 }
 
 /** Printed once the service answers: where to click, where the token is, what to type next. */
-function firstSteps(config: Readonly<Config>, adminUrl: string, tokenPath: string | null, embedded: boolean): string {
+function firstSteps(
+  config: Readonly<Config>,
+  adminUrl: string,
+  tokenPath: string | null,
+  embedded: boolean,
+  projects: number,
+): string {
   const defaultDir = config.dataDir === readConfig({}).dataDir;
-  const cli = `${defaultDir ? '' : `DATA_DIR=${config.dataDir} `}npm run admin --`;
+  // -s: npm prints nothing of its own, so what the CLI prints (JSON) can be piped as it is.
+  const cli = `${defaultDir ? '' : `DATA_DIR=${config.dataDir} `}npm run -s admin --`;
   return [
     '',
     `tg-ingest is ready.`,
     `  admin page     ${adminUrl}/admin/`,
     `  admin token    ${tokenPath === null ? 'the ADMIN_TOKEN you set' : `cat ${tokenPath}`}`,
-    `  first project  ${cli} project create "My shop"`,
+    projects === 0
+      ? `  first project  ${cli} project create "My shop"`
+      : `  projects       ${cli} project list   (${projects})`,
     `  all commands   ${cli} help`,
-    ...(embedded ? [`  database       psql "$(${cli.replace('npm run', 'npm run -s')} db)"`] : []),
+    ...(embedded ? [`  database       psql "$(${cli} db)"`] : []),
     `  API reference  docs/api.md (events, responses, diagnostics); ${adminUrl}/openapi.json`,
     '',
   ].join('\n');
@@ -114,7 +123,8 @@ async function main(): Promise<void> {
     },
     `listening on http://${config.host}:${app.port}`,
   );
-  if (log.isLevelEnabled('info')) process.stderr.write(firstSteps(config, adminUrl, admin.path, embedded !== null));
+  if (log.isLevelEnabled('info'))
+    process.stderr.write(firstSteps(config, adminUrl, admin.path, embedded !== null, app.projects));
 }
 
 main().catch((err: unknown) => {

@@ -15,6 +15,14 @@ import { TokenBuckets } from '../limits/token-bucket.js';
 import { openApiDocument } from '../openapi.js';
 import type { Parts } from './wiring.js';
 
+const ROOT_POINTERS = {
+  service: 'tg-ingest',
+  adminPage: PATHS.admin + '/',
+  openapi: PATHS.openapi,
+  ingestion: { bot_api: `POST ${PATHS.bot_api[0]}`, webapp: `POST ${PATHS.webapp[0]}` },
+  docs: 'docs/api.md in the repository: events, responses, diagnostics',
+};
+
 const methodNotAllowed =
   (allow: string): Handler =>
   () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
@@ -103,6 +111,8 @@ export function mountCommon(server: HttpServer, p: Parts, closing: () => boolean
       : { status: 503, body: { status: state }, headers: { 'Retry-After': '1' } };
   };
   server.route('get', PATHS.openapi, () => ({ status: 200, body: openApiDocument() }));
+  // A person who opens the bare address learns where to go.
+  server.route('get', PATHS.root, () => ({ status: 200, body: ROOT_POINTERS }));
   server.route('get', PATHS.health, () => ({ status: 200, body: { status: 'ok' } }));
   server.route('get', PATHS.ready, ready);
   server.route('any', '/*', () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }));

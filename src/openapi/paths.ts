@@ -544,6 +544,23 @@ function operationsPaths(): Record<string, Obj> {
         },
       },
     }),
+    '/': get({
+      operationId: 'root',
+      summary: 'Where to go from the bare address',
+      success: {
+        200: ok('Pointers to the admin page, this document, the ingestion endpoints and the docs.', {
+          type: 'object',
+          required: ['service', 'adminPage', 'openapi', 'ingestion', 'docs'],
+          properties: {
+            service: { type: 'string', const: 'tg-ingest' },
+            adminPage: { type: 'string' },
+            openapi: { type: 'string' },
+            ingestion: { type: 'object' },
+            docs: { type: 'string' },
+          },
+        }),
+      },
+    }),
     '/healthz': get({
       operationId: 'healthz',
       summary: 'Liveness',
@@ -565,7 +582,9 @@ function operationsPaths(): Record<string, Obj> {
     '/metrics': get({
       operationId: 'metrics',
       summary: 'Prometheus metrics',
-      errors: ['internal'],
+      description:
+        'On the main listener it needs the admin token (`Authorization: Bearer`, as Prometheus sends it); with `ADMIN_PORT` it is served on the admin listener without one.',
+      errors: ['admin_unauthorized', 'auth_rate_limited', 'internal'],
       success: {
         200: {
           description: 'Prometheus text exposition format 0.0.4.',

@@ -171,6 +171,35 @@ export function unboundedSchema(schema: unknown): string | null {
   return null;
 }
 
+/** The value at a JSON pointer of a schema, shown short. */
+function shown(schema: unknown, pointer: string): string {
+  let at: unknown = schema;
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    at = Array.isArray(at) ? at[Number(key)] : isNode(at) ? at[key] : undefined;
+  }
+  const text = JSON.stringify(at) ?? 'nothing';
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+}
+
+/**
+ * Why a schema is not one, in a person's words: where, what was there, and what would do. The
+ * meta-schema reports every branch it tried; the one that lists the allowed values says most.
+ */
+function schemaError(schema: unknown, errors: ErrorObject[]): string {
+  const deepest = Math.max(...errors.map((e) => e.instancePath.length));
+  const here = errors.filter((e) => e.instancePath.length === deepest);
+  const best = here.find((e) => Array.isArray((e.params as { allowedValues?: unknown }).allowedValues)) ?? here[0];
+  if (best === undefined) return 'it is not a JSON Schema';
+  const where = best.instancePath === '' ? 'the schema' : best.instancePath;
+  const allowed = (best.params as { allowedValues?: unknown[] }).allowedValues;
+  const expected =
+    allowed !== undefined
+      ? `it must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`
+      : `it ${best.message ?? 'is not valid'}`;
+  return `at ${where}: ${shown(schema, best.instancePath)} is not valid there; ${expected}`;
+}
+
 /** Compiles every schema of a plan, or throws PlanInvalid naming the first that fails. */
 export function compilePlan(plan: TrackingPlan): CompiledPlan {
   // One instance per plan: schemas with the same name in two plans must not collide. Unknown keywords
@@ -192,6 +221,7 @@ export function compilePlan(plan: TrackingPlan): CompiledPlan {
   for (const [name, schema] of Object.entries(plan.events)) {
     const unbounded = unboundedSchema(schema);
     if (unbounded !== null) throw new PlanInvalid(name, unbounded);
+    if (!(ajv.validateSchema(schema) as boolean)) throw new PlanInvalid(name, schemaError(schema, ajv.errors ?? []));
     try {
       validators.set(name, ajv.compile(schema));
     } catch (err) {

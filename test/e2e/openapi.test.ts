@@ -1282,6 +1282,8 @@ describe('the live view', () => {
 
 describe('probes, metrics, the page', () => {
   it('answer as documented', async () => {
+    const root = check('GET', '/', await call(`${srv.url}/`), 200);
+    expect(root.body).toMatchObject({ service: 'tg-ingest', adminPage: '/admin/', openapi: '/openapi.json' });
     const health = check('GET', '/healthz', await call(`${srv.url}/healthz`), 200);
     expect(health.body).toEqual({ status: 'ok' });
     check('GET', '/readyz', await call(`${srv.url}/readyz`), 200);
@@ -1339,6 +1341,7 @@ const ROUTES = [
   'GET /metrics',
   'GET /healthz',
   'GET /readyz',
+  'GET /',
 ];
 
 describe('coverage', () => {

@@ -35,6 +35,32 @@ describe('start-up', () => {
     expect(r.stderr).toContain(`${name}:`);
   });
 
+  it('the banner suggests a first project only while there is none; GET / points the way', async () => {
+    const own = await createTestDatabase();
+    try {
+      const banner = async () => {
+        const s = await startServer(own.url);
+        const until = Date.now() + 10_000;
+        while (!s.output.join('\n').includes('all commands') && Date.now() < until)
+          await new Promise((r) => setTimeout(r, 50));
+        const text = s.output.join('\n');
+        const root = await call(`${s.url}/`);
+        return { s, text, root };
+      };
+      const first = await banner();
+      expect(first.text).toMatch(/first project\s+npm run -s admin -- project create/);
+      expect(first.root.body).toMatchObject({ adminPage: '/admin/', openapi: '/openapi.json' });
+      await provision(first.s.url);
+      await first.s.stop();
+      const second = await banner();
+      expect(second.text).not.toContain('first project');
+      expect(second.text).toMatch(/projects\s+npm run -s admin -- project list\s+\(1\)/);
+      await second.s.stop();
+    } finally {
+      await own.drop();
+    }
+  });
+
   it('refuses a port that another server already holds instead of sharing it', async () => {
     const first = await startServer(db.url);
     try {

@@ -84,3 +84,26 @@ describe('unboundedSchema, without a cycle', () => {
     ).toBeNull();
   });
 });
+
+describe('compilePlan, a schema that is not one', () => {
+  it('names the event, the place, the value and what would do', () => {
+    const refusal = (schema: unknown) => {
+      try {
+        compilePlan({
+          mode: 'block',
+          unplannedEvents: 'allow',
+          events: { purchase: schema as Record<string, unknown> },
+        });
+        return null;
+      } catch (err) {
+        return err as PlanInvalid;
+      }
+    };
+    const typo = refusal({ properties: { propsLong: { properties: { amount: { type: 'objekt' } } } } });
+    expect(typo?.eventName).toBe('purchase');
+    expect(typo?.message).toBe(
+      'at /properties/propsLong/properties/amount/type: "objekt" is not valid there; it must be one of "array", "boolean", "integer", "null", "number", "object", "string"',
+    );
+    expect(refusal({ minimum: 'x' })?.message).toBe('at /minimum: "x" is not valid there; it must be number');
+  });
+});
