@@ -15,6 +15,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const readme = read('README.md');
 const api = read('docs/api.md');
+const operations = read('docs/operations.md');
 
 /**
  * The lines of the section under `heading` (a whole heading line), up to the next heading of the same or a higher
@@ -173,7 +174,7 @@ describe('README.md', () => {
     );
     expect(registered.size).toBeGreaterThan(10);
     const documented = new Set<string>();
-    for (const [first] of tableRows(section(readme, '## Observability'))) {
+    for (const [first] of tableRows(section(operations, '## Observability'))) {
       for (const m of (first ?? '').matchAll(/`(tg_ingest_[a-z_]+)`/g)) documented.add(m[1]!);
     }
     expect({
@@ -184,7 +185,7 @@ describe('README.md', () => {
 
   it('names the label values of the cache and replay metrics as the code has them', async () => {
     const rows = new Map(
-      tableRows(section(readme, '## Observability')).map((r) => [
+      tableRows(section(operations, '## Observability')).map((r) => [
         /`(tg_ingest_[a-z_]+)`/.exec(r[0] ?? '')?.[1],
         r[2] ?? '',
       ]),
@@ -270,7 +271,7 @@ describe('docs/threat-model.md', () => {
     new Set([...text.matchAll(/`([A-Z][A-Z0-9_]{3,})`/g)].map((m) => m[1]!).filter((v) => /_/.test(v)));
 
   it("names every variable of the README's hostile-input table, and the table every limit variable it names", () => {
-    const table = section(readme, '### Hostile input').join('\n');
+    const table = section(operations, '## Hostile input').join('\n');
     const inTable = variables(table);
     const inModel = variables(model);
     expect(inTable.size).toBeGreaterThan(10);
@@ -309,3 +310,34 @@ describe('docs/threat-model.md', () => {
     }
   });
 });
+
+describe('README.md and docs/: every variable named is real', () => {
+  it('names only settings the service, the CLI, the tests or the benchmarks read', () => {
+    const readers = ['src/config.ts', ...['bench', 'test', 'scripts'].flatMap((d) => listFiles(d))]
+      .map(read)
+      .join('\n');
+    const real = new Set([
+      ...[...readers.matchAll(/\b(?:raw|integer|positiveNumber|flag|hostName)\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map(
+        (m) => m[1]!,
+      ),
+      ...[...readers.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!),
+    ]);
+    // Names that are not settings: what the shell, PostgreSQL or the client library call them.
+    const notSettings = new Set(['PATH', 'HOME', 'TG_INGEST_TOKEN', 'DATA_DIR_ADMIN_TOKEN']);
+    const docs = ['README.md', ...listFiles('docs')].filter((f) => f.endsWith('.md'));
+    const unknown: string[] = [];
+    for (const f of docs) {
+      for (const m of read(f).matchAll(/`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`/g)) {
+        const name = m[1]!;
+        if (!real.has(name) && !notSettings.has(name)) unknown.push(`${f}: ${name}`);
+      }
+    }
+    expect([...new Set(unknown)]).toEqual([]);
+  });
+});
+
+function listFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) =>
+    statSync(join(ROOT, dir, name)).isDirectory() ? listFiles(join(dir, name)) : [join(dir, name)],
+  );
+}
