@@ -71,10 +71,10 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
   mountAdministration(adminServer, parts, adminServer !== server);
   for (const s of servers) mountCommon(s, parts, closing);
 
+  const [{ n: projects }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM projects`;
   const port = await server.listen(config.host, config.port);
   const adminPort = adminServer === server ? null : await adminServer.listen(config.adminHost!, config.adminPort!);
 
-  const [{ n: projects }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM projects`;
   let shuttingDown: Promise<void> | null = null;
   return {
     port,

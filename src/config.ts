@@ -72,7 +72,7 @@ export interface Config {
   batchMaxWaitMs: number;
   dbWriterConnections: number;
   dbPoolSize: number;
-  /** How long cached tokens, bots and plans are trusted before they are re-read. */
+  /** How long cached tokens, bots, allowances and tracking plans are trusted before they are re-read. */
   authCacheTtlMs: number;
   /** Known tokens and bots kept in memory (unknown ones have a small cache of their own). */
   authCacheMaxEntries: number;

@@ -255,7 +255,7 @@ export class Metrics {
     const reported = new Map<string, number>();
     new client.Counter({
       name: 'tg_ingest_cache_requests_total',
-      help: 'Cache lookups, by cache (token, bot, plan, tracking_plan, initdata) and result (hit, miss).',
+      help: 'Cache lookups, by cache (token, bot, allowance, tracking_plan, initdata) and result (hit, miss).',
       labelNames: ['cache', 'result'],
       registers: [r],
       collect() {

@@ -23,8 +23,8 @@ export interface BotSnapshot {
 }
 
 /**
- * An event carrying a messenger action, so that one action reported over several connections is billed by the rule in
- * README.
+ * An event carrying a messenger action, so that one action reported over several connections is billed once, by the
+ * rule in docs/api.md (Billing).
  */
 export interface ActionRef {
   key: string;

@@ -1,11 +1,11 @@
 // The request bodies of the admin API, written once: the routes validate with them (ajv) and the
 // OpenAPI document publishes them (src/openapi/schemas.ts), descriptions and all.
+import { USER_ID_PATTERN } from '../pipeline/ids.js';
 import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
 import { REPLAY_MAX } from '../quality/replay.js';
 
 type Schema = Record<string, unknown>;
 
-const USER_ID_PATTERN = '^[1-9][0-9]{0,18}$';
 const messengerId = {
   anyOf: [
     { type: 'integer', minimum: 1 },

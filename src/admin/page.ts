@@ -15,7 +15,7 @@ export const PAGE_MODULES = [
   'confirm.js',
   'plan.js',
   'quarantine.js',
-  'watch.js',
+  'counts.js',
   'live.js',
 ] as const;
 

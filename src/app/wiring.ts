@@ -21,7 +21,7 @@ import type { BucketOptions } from '../limits/token-bucket.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics.js';
 import type { BatchResult } from '../pipeline/batch.js';
-import { PlanCache } from '../quality/plans.js';
+import { PlanCache } from '../quality/plan-cache.js';
 import { QuarantinePruner } from '../quality/pruner.js';
 import { QuarantineBudget } from '../quality/quarantine-budget.js';
 import { IngestStats } from '../quality/stats.js';

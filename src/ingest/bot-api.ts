@@ -11,7 +11,7 @@ import { checkRoom, commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
 import type { IngestPool } from '../worker/pool.js';
 import type { IngestLimits } from '../worker/tasks.js';
-import type { PlanCache } from '../quality/plans.js';
+import type { PlanCache } from '../quality/plan-cache.js';
 
 /** What both endpoints ask before normalizing: the plan in force, and whether someone watches. */
 export interface QualityDeps {

@@ -42,7 +42,8 @@ export interface LeaseStore {
   renew(projectId: string, inflight: number, want: number): Promise<Grant>;
 }
 
-interface Allowance {
+/** A project's allowance and what it billed in a month, as cached. */
+interface MonthUsage {
   allowance: number | null;
   billed: number;
   month: string;
@@ -99,7 +100,7 @@ export interface QuotaOptions {
 }
 
 export class Quota {
-  private readonly allowances: RefreshingCache<Allowance>;
+  private readonly allowances: RefreshingCache<MonthUsage>;
   private readonly leases = new Map<string, Lease>();
   private readonly inflight = new Map<string, InFlight>();
   private renewals = 0;
@@ -261,22 +262,24 @@ export class Quota {
   }
 
   /** The project's allowance and billed count this month, from memory (see RefreshingCache) or read. */
-  private async allowance(projectId: string): Promise<Allowance> {
-    for (;;) {
-      let entry: Allowance | null;
+  private async allowance(projectId: string): Promise<MonthUsage> {
+    for (let reread = false; ; ) {
+      let entry: MonthUsage | null;
       try {
         entry = await this.allowances.get(projectId);
       } catch (err) {
         if (err instanceof LookupFailed) throw new QuotaRefusal('unreadable');
         throw err;
       }
-      if (entry !== null && entry.month === currentMonth(this.wallNow())) return entry;
-      // A new month: last month's count no longer applies.
+      // A new month by this clock: last month's count no longer applies, so it is read once more;
+      // the database's month then stands (its clock and ours may disagree around midnight).
+      if (entry === null || entry.month === currentMonth(this.wallNow()) || reread) return entry!;
       this.allowances.delete(projectId);
+      reread = true;
     }
   }
 
-  private async read(projectId: string): Promise<Allowance> {
+  private async read(projectId: string): Promise<MonthUsage> {
     const usage = await readUsage(this.sql, projectId);
     const allowance = usage?.eventAllowance ?? null;
     const dbBilled = usage?.eventsBilled ?? 0;

@@ -1,4 +1,4 @@
-// Every route of src/app.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/live.ts and
+// Every route of src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and
 // src/admin/page.ts as an OpenAPI path item.
 import { PATHS } from '../endpoints.js';
 import type { ErrorCode } from '../errors.js';
@@ -439,7 +439,7 @@ function qualityPaths(): Record<string, Obj> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The live view (src/admin/live.ts): a WebSocket
+// The live view (src/http/live.ts): a WebSocket
 
 function livePath(): Obj {
   return {

@@ -15,6 +15,7 @@ import {
   type Severity,
 } from '../pipeline/diagnostics.js';
 import { EVENT_TYPES, LIMITS, PROP_KEY } from '../pipeline/event.js';
+import { USER_ID_PATTERN } from '../pipeline/ids.js';
 import { MAX_PLAN_BYTES } from '../pipeline/plans.js';
 
 export type Schema = Record<string, unknown>;
@@ -168,7 +169,6 @@ function diagnosticSchemas(): Record<string, Schema> {
 // ---------------------------------------------------------------------------------------------
 // Request bodies of the ingestion endpoints.
 
-const USER_ID_PATTERN = '^[1-9][0-9]{0,18}$';
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 function eventSchemas(): Record<string, Schema> {
@@ -397,7 +397,7 @@ function adminSchemas(): Record<string, Schema> {
 
 // ---------------------------------------------------------------------------------------------
 // Event quality: tracking plans, the quarantine, replay (src/admin/quality-api.ts), the live view
-// (src/admin/live.ts).
+// (src/http/live.ts).
 
 const KIB = (bytes: number) => `${bytes / 1024} KiB`;
 

@@ -1,7 +1,9 @@
 // Identifiers as clients send them: UUIDs (event, bot, project and token ids) and messenger user ids.
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const USER_ID = /^[1-9][0-9]{0,18}$/;
+/** A messenger user id as text; also published in the admin and OpenAPI schemas. */
+export const USER_ID_PATTERN = '^[1-9][0-9]{0,18}$';
+const USER_ID = new RegExp(USER_ID_PATTERN);
 const INT64_MAX = 9223372036854775807n;
 
 /** The lowercased UUID, or null when `value` is not one. */

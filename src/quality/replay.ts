@@ -8,7 +8,7 @@ import type { Channel } from '../model.js';
 import type { BatchContext, Rechecked } from '../pipeline/batch.js';
 import type { Diagnostic } from '../pipeline/diagnostics.js';
 import type { EventSink, WriteOutcome } from '../writer/sink.js';
-import type { PlanCache } from './plans.js';
+import type { PlanCache } from './plan-cache.js';
 
 export interface ReplayResult {
   replayed: number;
@@ -17,8 +17,8 @@ export interface ReplayResult {
   duplicated: number;
 }
 
-/** What a replay asks of the allowance (limits/quota.ts), as an ingestion request does. */
-export interface Allowance {
+/** What a replay asks of the allowance's reservations (limits/quota.ts), as an ingestion request does. */
+export interface Reservations {
   reserve(projectId: string, events: number): Promise<{ projectId: string; events: number }>;
   settle(reservation: { projectId: string; events: number }, billed: number): void;
   release(reservation: { projectId: string; events: number }): void;
@@ -28,7 +28,7 @@ export interface ReplayDeps {
   sql: Sql;
   store: QualityStore;
   sink: EventSink;
-  quota: Allowance;
+  quota: Reservations;
   plans: PlanCache;
   /** Checks the events again off the main thread. */
   recheck: (

@@ -55,6 +55,7 @@ function exchange(raw: Buffer, waitMs = 1500): Promise<number | null> {
 }
 
 const PUBLIC_GETS = new Set([
+  '/',
   '/healthz',
   '/readyz',
   '/metrics',

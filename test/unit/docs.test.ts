@@ -132,7 +132,7 @@ describe('docs/api.md', () => {
   });
 });
 
-describe('README.md', () => {
+describe('README.md and docs/operations.md', () => {
   it('documents every environment variable src/config.ts reads, and no other', () => {
     const source = read('src/config.ts');
     // The literal names passed to the readers: raw(env, 'X'), integer(env, 'X', …), flag(env, 'X'), ….
@@ -270,7 +270,7 @@ describe('docs/threat-model.md', () => {
   const variables = (text: string) =>
     new Set([...text.matchAll(/`([A-Z][A-Z0-9_]{3,})`/g)].map((m) => m[1]!).filter((v) => /_/.test(v)));
 
-  it("names every variable of the README's hostile-input table, and the table every limit variable it names", () => {
+  it('names every variable of the hostile-input table (docs/operations.md), and the table every limit variable it names', () => {
     const table = section(operations, '## Hostile input').join('\n');
     const inTable = variables(table);
     const inModel = variables(model);

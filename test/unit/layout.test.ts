@@ -1,8 +1,8 @@
-// The shape of src/: imports only go down, (openapi, which documents all) → http → ingest → {auth, limits, quality,
-// worker} →
-// {pipeline, cache} → writer → db. A module may import its own folder, anything below its layer,
-// and the few shared leaves every layer uses (errors, the model's types, endpoints, the logger).
-// Handlers of the HTTP front (ingest/, admin/) may import its handler contract as types.
+// The shape of src/: imports only go down,
+//   app → openapi → {http, admin} → ingest → {auth, limits, quality, worker} → {pipeline, cache} → writer → db.
+// A module may import its own folder, anything below its layer, and the shared leaves every layer uses
+// (errors, the model's types, endpoints, the logger, config). Handlers of the HTTP front (ingest/, admin/) may
+// import its handler contract as types.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

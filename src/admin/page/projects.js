@@ -5,8 +5,8 @@ import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { loadBots, renderBots } from './bots.js';
 import { loadPlan, resetPlan } from './plan.js';
 import { loadQuarantine, resetQuarantine } from './quarantine.js';
-import { resetWatch } from './watch.js';
-import { resetLive, startLive } from './live.js';
+import { resetWatch } from './live.js';
+import { resetLive, startLive } from './counts.js';
 
 const allowanceText = (a) => (a === null || a === undefined ? 'unlimited' : `${fmt(a)} events / month`);
 

@@ -5,8 +5,8 @@ import { api, ApiError, describe } from './api.js';
 import { renderProjects, selectProject } from './projects.js';
 import { resetPlan } from './plan.js';
 import { resetQuarantine } from './quarantine.js';
-import { resetWatch } from './watch.js';
-import { stopLive } from './live.js';
+import { resetWatch } from './live.js';
+import { stopLive } from './counts.js';
 
 export function showLoginError(message) {
   const p = $('login-error');
