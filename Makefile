@@ -12,12 +12,16 @@ $(STAMP): package.json package-lock.json
 install: $(STAMP)
 
 # Built only when a source changed since the last build: a restart costs no compile.
-SOURCES := $(shell find src workers bench client/src -name '*.ts' 2>/dev/null) tsconfig.json client/tsconfig.json
+SOURCES := $(shell find src workers bench client/src integrations/*/src -name '*.ts' 2>/dev/null) tsconfig.json \
+	client/tsconfig.json integrations/grammy/tsconfig.json integrations/telegraf/tsconfig.json
 BUILT := dist/.built
 
 $(BUILT): $(STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	npx tsc -p client/tsconfig.json
+	# The framework packages build on the client's build (they import it as @tg-ingest/client).
+	npx tsc -p integrations/grammy/tsconfig.json
+	npx tsc -p integrations/telegraf/tsconfig.json
 	@touch $@
 
 build: $(BUILT)
@@ -26,7 +30,7 @@ run: $(BUILT)
 	node dist/src/main.js
 
 # Lints and checks the format (Biome), and type-checks the tests, benchmarks and admin page too (tsc builds only what ships).
-check: $(STAMP)
+check: $(BUILT)
 	npx biome check .
 	npx tsc -p tsconfig.check.json
 	npx tsc -p tsconfig.page.json
@@ -42,4 +46,4 @@ bench: build
 	node dist/bench/run.js
 
 clean:
-	rm -rf dist client/dist
+	rm -rf dist client/dist integrations/*/dist

@@ -88,6 +88,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         const deadline = new Promise((r) => setTimeout(r, config.shutdownTimeoutMs).unref());
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
         await parts.sink.close();
+        await parts.tokenUse.stop();
         await parts.pool.close();
         await db.sql.end({ timeout: 5 });
       })();

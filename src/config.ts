@@ -1,7 +1,7 @@
 // The one place that reads process.env: every setting is parsed and checked once at start-up,
 // then frozen and passed down. Units live in the names.
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 export const MESSENGER_PRODUCTION_KEY = 'e7bf03a2fa4602af4580703d88dda5bb59f32ed8b02a56c187fe7d34caed242d';
 export const MESSENGER_TEST_KEY = '40055058a4ee38156a06562e52eece92a771bcd8346a8c4615cb7376eddf72ec';
@@ -18,7 +18,10 @@ export interface Config {
   /** null: generated on first start and kept in dataDir/admin-token. */
   adminToken: string | null;
   workers: number;
+  /** The messenger's production key, then INITDATA_PUBLIC_KEYS (and the development key, added at start-up). */
   initDataPublicKeys: readonly string[];
+  /** The development initData key (made when missing): INITDATA_DEV_KEY_FILE, else DATA_DIR's with the embedded database. */
+  initDataDevKeyFile: string | null;
   initDataMaxAgeS: number;
   rateLimitPerMin: number;
   rateLimitBurst: number;
@@ -117,6 +120,7 @@ function positiveNumber(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/** INITDATA_PUBLIC_KEYS adds to the messenger's production key: a test or development key never locks it out. */
 function publicKeys(env: Env): string[] {
   const v = raw(env, 'INITDATA_PUBLIC_KEYS');
   if (v === undefined) return [MESSENGER_PRODUCTION_KEY];
@@ -129,7 +133,15 @@ function publicKeys(env: Env): string[] {
     if (!/^[0-9a-f]{64}$/.test(k))
       throw new ConfigError('INITDATA_PUBLIC_KEYS', `"${k}" is not a 32-byte hex Ed25519 public key`);
   }
-  return keys;
+  return [...new Set([MESSENGER_PRODUCTION_KEY, ...keys])];
+}
+
+export const DEV_KEY_FILE_NAME = 'initdata-dev-key.pem';
+
+function devKeyFile(env: Env, embedded: boolean): string | null {
+  const v = raw(env, 'INITDATA_DEV_KEY_FILE');
+  if (v !== undefined) return resolve(v);
+  return embedded ? join(dataDir(env), DEV_KEY_FILE_NAME) : null;
 }
 
 function databaseUrl(env: Env): string | null {
@@ -179,6 +191,11 @@ export function readCliEnv(env: Env = process.env) {
     adminUrl: adminUrl?.replace(/\/+$/, '') ?? null,
     port: integer(env, 'PORT', 8080, 0, 65535),
     databaseUrl: databaseUrl(env),
+    /** Where the service keeps its development initData key, made or not. */
+    initDataDevKeyFile:
+      raw(env, 'INITDATA_DEV_KEY_FILE') === undefined
+        ? join(dataDir(env), DEV_KEY_FILE_NAME)
+        : resolve(raw(env, 'INITDATA_DEV_KEY_FILE')!),
   };
 }
 
@@ -219,6 +236,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     adminToken,
     workers: integer(env, 'WORKERS', availableParallelism(), 1, 256),
     initDataPublicKeys: publicKeys(env),
+    initDataDevKeyFile: devKeyFile(env, databaseUrl(env) === null),
     initDataMaxAgeS: integer(env, 'INITDATA_MAX_AGE_S', 900, 1),
     rateLimitPerMin: positiveNumber(env, 'RATE_LIMIT_PER_MIN', 120),
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', 300, 1),

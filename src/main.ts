@@ -3,6 +3,7 @@
 import { loadAdminToken } from './admin/admin-token.js';
 import { type App, startApp } from './app.js';
 import { type Config, ConfigError, readConfig } from './config.js';
+import { loadDevKey } from './auth/dev-key.js';
 import { type DataDirLock, lockDataDir, writeRuntime } from './data-dir.js';
 import { EmbeddedPostgres } from './db/embedded.js';
 import { createLogger } from './log.js';
@@ -20,6 +21,7 @@ function firstSteps(
   tokenPath: string | null,
   embedded: boolean,
   projects: number,
+  devKeyPath: string | null,
 ): string {
   const defaultDir = config.dataDir === readConfig({}).dataDir;
   // -s: npm prints nothing of its own, so what the CLI prints (JSON) can be piped as it is.
@@ -32,6 +34,9 @@ function firstSteps(
     projects === 0
       ? `  first project  ${cli} project create "My shop"`
       : `  projects       ${cli} project list   (${projects})`,
+    ...(devKeyPath === null
+      ? []
+      : [`  try webapp     ${cli} initdata <botId>   (signed with the development key ${devKeyPath}, trusted)`]),
     `  all commands   ${cli} help`,
     ...(embedded ? [`  database       psql "$(${cli} db)"`] : []),
     `  API reference  docs/api.md (events, responses, diagnostics); ${adminUrl}/openapi.json`,
@@ -105,6 +110,16 @@ async function main(): Promise<void> {
   if (admin.path !== null) log.info({ path: admin.path, created: admin.created }, `admin token is in ${admin.path}`);
   if (stopping) return;
 
+  // The development key is trusted beside the messenger's: initData it signs passes as a real session would.
+  const devKey = config.initDataDevKeyFile === null ? null : loadDevKey(config.initDataDevKeyFile, true);
+  if (devKey !== null) {
+    log.warn(
+      { path: devKey.path, publicKey: devKey.publicKeyHex, created: devKey.created },
+      'trusting a development initData key',
+    );
+    config = Object.freeze({ ...config, initDataPublicKeys: [...config.initDataPublicKeys, devKey.publicKeyHex] });
+  }
+
   app = await startApp({ config, databaseUrl, adminToken: admin.token, log });
   if (stopping) {
     await app.shutdown();
@@ -124,7 +139,9 @@ async function main(): Promise<void> {
     `listening on http://${config.host}:${app.port}`,
   );
   if (log.isLevelEnabled('info'))
-    process.stderr.write(firstSteps(config, adminUrl, admin.path, embedded !== null, app.projects));
+    process.stderr.write(
+      firstSteps(config, adminUrl, admin.path, embedded !== null, app.projects, devKey?.path ?? null),
+    );
 }
 
 main().catch((err: unknown) => {

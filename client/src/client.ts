@@ -7,8 +7,9 @@ import { beaconBodies, webappHead } from './beacon.js';
 import { type BeaconSender, beaconSender, browserStorage, watchPageHide } from './browser.js';
 import { deliver, type Outcome } from './deliver.js';
 import { IngestError } from './errors.js';
+import { Fifo } from './fifo.js';
 import { idKey, initDataUser, mayPassLater, Outbox, outboxKey } from './outbox.js';
-import type { Endpoint } from './retry.js';
+import { type Endpoint, unref } from './retry.js';
 import { send, type TransportConfig } from './transport.js';
 import type {
   BotApiClientOptions,
@@ -44,9 +45,12 @@ export class IngestClient<E extends object> {
   private readonly flushIntervalMs: number;
   private readonly maxQueue: number;
   private readonly maxConcurrent: number;
+  private readonly dropOldest: boolean;
   private readonly opts: ClientOptions;
 
-  private queue: Queued<E>[] = [];
+  private readonly queue = new Fifo<Queued<E>>();
+  /** Dropped from a full queue, waiting to be reported. */
+  private dropped: Stamped<E>[] = [];
   private readonly inFlight = new Set<Batch>();
   private inFlightEvents = 0;
   private seq = 0;
@@ -71,6 +75,7 @@ export class IngestClient<E extends object> {
     this.flushIntervalMs = Math.max(0, opts.flushIntervalMs ?? 1000);
     this.maxQueue = Math.max(1, opts.maxQueueEvents ?? 100_000);
     this.maxConcurrent = Math.max(1, opts.maxConcurrentRequests ?? 2);
+    this.dropOldest = opts.whenFull === 'drop-oldest';
     const base = opts.baseUrl.replace(/\/+$/, '');
     const fetchImpl =
       opts.fetch ?? ((input: Parameters<typeof fetch>[0], init?: RequestInit) => globalThis.fetch(input, init));
@@ -88,6 +93,7 @@ export class IngestClient<E extends object> {
       maxRetries: Math.max(0, opts.maxRetries ?? 8),
       retryBaseMs: opts.retryBaseMs ?? 250,
       retryMaxMs: opts.retryMaxMs ?? 30_000,
+      keepAlive: opts.keepProcessAlive !== false,
     };
     if (this.mode === 'webapp') {
       const o = opts as WebAppClientOptions;
@@ -111,6 +117,7 @@ export class IngestClient<E extends object> {
    */
   track(event: E): Stamped<E> {
     const stamped = stamp(event);
+    if (this.dropOldest && !this.closed && this.pending >= this.maxQueue && this.queue.length > 0) this.dropHead();
     const refusal = this.closed
       ? new IngestError({ code: 'client_closed', message: 'track() after close(); the event was not queued' })
       : this.pending >= this.maxQueue
@@ -131,6 +138,28 @@ export class IngestClient<E extends object> {
     this.queue.push({ seq: ++this.seq, event: stamped });
     this.pump();
     return stamped;
+  }
+
+  /**
+   * Makes room for one event: the longest-waiting queued event is reported failed, as `queue_dropped`. Reported
+   * together once the caller's code has run (a microtask later), one error for all dropped meanwhile: a full
+   * queue then costs the caller no error per event.
+   */
+  private dropHead(): void {
+    const [dropped] = this.queue.take(1);
+    this.outbox?.settle([dropped!.event]);
+    this.dropped.push(dropped!.event);
+    if (this.dropped.length > 1) return;
+    queueMicrotask(() => {
+      const events = this.dropped;
+      this.dropped = [];
+      const error = new IngestError({
+        code: 'queue_dropped',
+        message: `${this.maxQueue} events were waiting (maxQueueEvents); ${events.length} oldest queued dropped for newer ones`,
+      });
+      this.settle({ ...emptyOutcome<E>(), failed: [{ events, error }] });
+      this.wake();
+    });
   }
 
   /** bot_api endpoint: profiles to send with the next batch (later calls for the same user merge). */
@@ -205,18 +234,19 @@ export class IngestClient<E extends object> {
     while (
       this.inFlight.size < this.maxConcurrent &&
       this.queue.length > 0 &&
-      (this.queue.length >= this.maxBatch || this.queue[0]!.seq <= this.dueSeq)
+      (this.queue.length >= this.maxBatch || this.queue.peek()!.seq <= this.dueSeq)
     ) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.queue.take(this.maxBatch);
       void this.run(batch);
     }
     if (this.queue.length === 0) this.stopTimer();
-    else if (this.timer === null && this.queue[0]!.seq > this.dueSeq) {
+    else if (this.timer === null && this.queue.peek()!.seq > this.dueSeq) {
       this.timer = setTimeout(() => {
         this.timer = null;
         this.dueSeq = this.seq;
         this.pump();
       }, this.flushIntervalMs);
+      if (!this.transport.keepAlive) unref(this.timer);
     }
   }
 
@@ -361,7 +391,7 @@ export class IngestClient<E extends object> {
   /** Resolves the flush() calls whose events have all settled. */
   private wake(): void {
     if (this.waiters.length === 0) return;
-    let oldest = this.queue.length > 0 ? this.queue[0]!.seq : Infinity;
+    let oldest = this.queue.length > 0 ? this.queue.peek()!.seq : Infinity;
     for (const b of this.inFlight) oldest = Math.min(oldest, b.firstSeq);
     const ready = this.waiters.filter((w) => w.seq < oldest);
     if (ready.length === 0) return;

@@ -3,7 +3,7 @@
 export interface IngestErrorInit {
   /**
    * The server's `error` code (`api_key_invalid`, `rate_limited`, ...), or a client code: `network_error`, `timeout`,
-   * `invalid_response`, `queue_full`, `client_closed`, `event_unserializable`, `body_error`, `client_error`.
+   * `invalid_response`, `queue_full`, `queue_dropped`, `client_closed`, `event_unserializable`, `body_error`, `client_error`.
    */
   code: string;
   message: string;

@@ -31,4 +31,14 @@ export function backoffMs(retry: number, baseMs: number, maxMs: number, random =
   return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** retry));
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** With `keepAlive` false the timer does not hold a Node.js process open (browsers have no such notion). */
+export function sleep(ms: number, keepAlive = true): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    if (!keepAlive) unref(t);
+  });
+}
+
+export function unref(timer: unknown): void {
+  (timer as { unref?: () => void }).unref?.();
+}

@@ -14,6 +14,7 @@ export interface TransportConfig {
   maxRetries: number;
   retryBaseMs: number;
   retryMaxMs: number;
+  keepAlive: boolean;
 }
 
 export type SendResult =
@@ -64,7 +65,10 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
     }
     const retryable = isRetryable(cfg.endpoint, a.status);
     if (retryable && attempt <= cfg.maxRetries) {
-      await sleep(parseRetryAfter(a.retryAfter) ?? backoffMs(attempt - 1, cfg.retryBaseMs, cfg.retryMaxMs));
+      await sleep(
+        parseRetryAfter(a.retryAfter) ?? backoffMs(attempt - 1, cfg.retryBaseMs, cfg.retryMaxMs),
+        cfg.keepAlive,
+      );
       continue;
     }
     return fail(toError(a, attempt, retryable), attempt);

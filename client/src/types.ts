@@ -98,6 +98,18 @@ interface CommonOptions<E> {
   flushIntervalMs?: number;
   /** Queued plus in-flight events; beyond it `track` reports (or throws) `queue_full`. Default 100000. */
   maxQueueEvents?: number;
+  /**
+   * What a full queue does with a new event: `refuse` it (`queue_full`, the default), or `drop-oldest`: the event
+   * that has waited longest in the queue is reported failed (`queue_dropped`) and the new one is queued. Events in
+   * flight are never dropped; when every event is in flight the new one is refused.
+   */
+  whenFull?: 'refuse' | 'drop-oldest';
+  /**
+   * Node.js: false lets the process exit while the client waits (its flush and retry timers are unref'd), for a
+   * host that must never be kept alive by analytics; it then calls close() before exit if it wants the queue sent.
+   * Default true.
+   */
+  keepProcessAlive?: boolean;
   /** Requests in flight at once. Default 2. */
   maxConcurrentRequests?: number;
   /** Retries after the first attempt of a request. Default 8. */

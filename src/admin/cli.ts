@@ -3,12 +3,14 @@
 // running service's own note in DATA_DIR, else http://127.0.0.1:$PORT.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadDevKey, signInitData } from '../auth/dev-key.js';
 import { readCliEnv } from '../config.js';
 import { readRuntime } from '../data-dir.js';
 import { SERVICE_DATABASE, SERVICE_ROLE } from '../db/embedded.js';
 import { adminTokenPath } from './admin-token.js';
+import { renderTable } from './table.js';
 
-const USAGE = `usage: npm run admin -- <command>
+const USAGE = `usage: npm run admin -- <command> [--table]
 
   project create <name> [--allowance <n>]     create a project (no allowance: unlimited)
   project list
@@ -21,15 +23,32 @@ const USAGE = `usage: npm run admin -- <command>
   bot show <botId>
   bot update <botId> [--project <id|none>] [--messenger-bot-id <n|none>] [--mini-app on|off] [--api on|off]
   token create <botId>                        prints the token: it is shown this once
-  token list <botId>
+  token list <botId>                          with when each was last used
   token revoke <tokenId>
+  plan get <projectId>                        the project's tracking plan
+  plan put <projectId> <file>                 set it from a JSON file
+  plan delete <projectId>
+  quarantine list <projectId> [--code <c>] [--limit <n>] [--before <cursor>]
+  quarantine summary <projectId>              rejected events per diagnostic code
+  quarantine replay <projectId> [--code <c>] [--ids <id,id,...>] [--dry-run]
+  quarantine delete <projectId> [--code <c>]
+  stats <projectId>                           what this instance ingested for the project since it started
+  initdata <botId> [--user <id>] [--start-param <p>]
+                                              a fresh initData signed with the development key, for the
+                                              webapp endpoint (the service trusts that key with the
+                                              embedded database, or with INITDATA_DEV_KEY_FILE)
   db                                          a psql-ready connection string for the embedded database
 
+Every command prints JSON; --table prints a table instead.
 The running service is found through DATA_DIR (default ./.data), where it notes its address.
 environment: ADMIN_URL (default: that address, else http://127.0.0.1:$PORT, PORT default 8080),
-             ADMIN_TOKEN (default: the contents of $DATA_DIR/admin-token), DATA_DIR`;
+             ADMIN_TOKEN (default: the contents of $DATA_DIR/admin-token), DATA_DIR,
+             INITDATA_DEV_KEY_FILE (default $DATA_DIR/initdata-dev-key.pem)`;
 
 class UsageError extends Error {}
+
+/** Flags that take no value. */
+const SWITCHES = new Set(['table', 'dry-run']);
 
 function options(args: string[]): { positional: string[]; flags: Map<string, string> } {
   const positional: string[] = [];
@@ -37,9 +56,14 @@ function options(args: string[]): { positional: string[]; flags: Map<string, str
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a.startsWith('--')) {
+      const name = a.slice(2);
+      if (SWITCHES.has(name)) {
+        flags.set(name, 'true');
+        continue;
+      }
       const v = args[i + 1];
       if (v === undefined) throw new UsageError(`${a} needs a value`);
-      flags.set(a.slice(2), v);
+      flags.set(name, v);
       i++;
     } else positional.push(a);
   }
@@ -127,8 +151,57 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
     case 'token revoke':
       return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
+    case 'plan get':
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan` };
+    case 'plan put':
+      return {
+        method: 'PUT',
+        path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan`,
+        body: jsonFile(need(p[1], 'file')),
+      };
+    case 'plan delete':
+      return { method: 'DELETE', path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan` };
+    case 'quarantine list': {
+      const q = new URLSearchParams();
+      for (const f of ['code', 'limit', 'before']) if (flags.has(f)) q.set(f, flags.get(f)!);
+      const query = q.size > 0 ? `?${q}` : '';
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine${query}` };
+    }
+    case 'quarantine summary':
+      return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine/summary` };
+    case 'quarantine replay': {
+      const body: Record<string, unknown> = {};
+      if (flags.has('code')) body.code = flags.get('code');
+      if (flags.has('ids'))
+        body.ids = flags
+          .get('ids')!
+          .split(',')
+          .filter((id) => id !== '');
+      if (flags.has('dry-run')) body.dryRun = true;
+      return { method: 'POST', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine/replay`, body };
+    }
+    case 'quarantine delete': {
+      const code = flags.get('code');
+      const query = code === undefined ? '' : `?${new URLSearchParams({ code })}`;
+      return { method: 'DELETE', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine${query}` };
+    }
     default:
+      if (noun === 'stats' && verb !== undefined) return { method: 'GET', path: `/admin/projects/${verb}/stats` };
       throw new UsageError(argv.length === 0 ? 'no command given' : `unknown command "${key.trim()}"`);
+  }
+}
+
+function jsonFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${path} is not JSON: ${(err as Error).message}`);
   }
 }
 
@@ -163,6 +236,65 @@ function databaseUrl(env: CliEnv): string {
   return `postgres://${SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/${SERVICE_DATABASE}`;
 }
 
+/** One admin API call; the answer's body parsed (null when empty). */
+async function request(
+  env: CliEnv,
+  token: string,
+  r: { method: string; path: string; body?: unknown },
+): Promise<{ ok: boolean; status: number; body: unknown }> {
+  const base = serviceUrl(env);
+  let res: Response;
+  try {
+    res = await fetch(`${base}${r.path}`, {
+      method: r.method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(r.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: r.body === undefined ? undefined : JSON.stringify(r.body),
+    });
+  } catch (err) {
+    throw new Unreachable(`cannot reach the service at ${base}: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  return { ok: res.ok, status: res.status, body: text === '' ? null : JSON.parse(text) };
+}
+
+class Unreachable extends Error {}
+
+/** `initdata <botId>`: the bot's messenger id from the admin API, then a signature made here with the dev key. */
+async function initData(env: CliEnv, token: string, argv: string[]): Promise<number> {
+  const { positional: p, flags } = options(argv.slice(1));
+  const botId = need(p[0], 'botId');
+  const user = flags.get('user') ?? '100000001';
+  if (!/^[1-9][0-9]{0,15}$/.test(user)) throw new UsageError('--user must be a positive integer');
+  const key = loadDevKey(env.initDataDevKeyFile, false);
+  if (key === null)
+    throw new UsageError(
+      `no development key in ${env.initDataDevKeyFile}: the service makes it when it runs with the embedded database (make run), or set INITDATA_DEV_KEY_FILE for both`,
+    );
+  const bot = await request(env, token, { method: 'GET', path: `/admin/bots/${encodeURIComponent(botId)}` });
+  if (!bot.ok) {
+    process.stderr.write(`${JSON.stringify(bot.body ?? { status: bot.status }, null, 2)}\n`);
+    return 1;
+  }
+  const messengerBotId = (bot.body as { messengerBotId?: string | null }).messengerBotId;
+  if (messengerBotId === null || messengerBotId === undefined) {
+    process.stderr.write(
+      `bot ${botId} has no messenger bot id: npm run admin -- bot update ${botId} --messenger-bot-id <n>\n`,
+    );
+    return 1;
+  }
+  const startParam = flags.get('start-param');
+  const signed = signInitData(key.privateKey, {
+    messengerBotId: String(messengerBotId),
+    userId: user,
+    ...(startParam === undefined ? {} : { startParam }),
+  });
+  process.stdout.write(`${signed}\n`);
+  return 0;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
@@ -170,41 +302,31 @@ async function main(): Promise<number> {
     return 0;
   }
   const env = readCliEnv();
-  let request: { method: string; path: string; body?: unknown } | undefined;
-  let token: string | undefined;
+  const table = argv.includes('--table');
   try {
     if (argv[0] === 'db' && argv.length === 1) {
       process.stdout.write(`${databaseUrl(env)}\n`);
       return 0;
     }
-    request = plan(argv);
-    token = adminToken(env);
+    if (argv[0] === 'initdata') return await initData(env, adminToken(env), argv);
+    const r = plan(argv);
+    const res = await request(env, adminToken(env), r);
+    const out = res.body ?? { status: res.status };
+    (res.ok ? process.stdout : process.stderr).write(
+      table && res.ok ? renderTable(out) : `${JSON.stringify(out, null, 2)}\n`,
+    );
+    return res.ok ? 0 : 1;
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`${err.message}\n\n${USAGE}\n`);
       return 2;
     }
+    if (err instanceof Unreachable) {
+      process.stderr.write(`${err.message}\n`);
+      return 1;
+    }
     throw err;
   }
-  const base = serviceUrl(env);
-  let res: Response;
-  try {
-    res = await fetch(`${base}${request.path}`, {
-      method: request.method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: request.body === undefined ? undefined : JSON.stringify(request.body),
-    });
-  } catch (err) {
-    process.stderr.write(`cannot reach the service at ${base}: ${(err as Error).message}\n`);
-    return 1;
-  }
-  const text = await res.text();
-  const out = text === '' ? { status: res.status } : JSON.parse(text);
-  (res.ok ? process.stdout : process.stderr).write(`${JSON.stringify(out, null, 2)}\n`);
-  return res.ok ? 0 : 1;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -29,6 +29,8 @@ export interface TokenSummary {
   hint: string;
   createdAt: string;
   revokedAt: string | null;
+  /** Written at most once a minute per instance: up to a minute behind. */
+  lastUsedAt: string | null;
 }
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
@@ -78,6 +80,7 @@ interface TokenRow {
   hint: string;
   created_at: Date;
   revoked_at: Date | null;
+  last_used_at: Date | null;
 }
 const token = (r: TokenRow): TokenSummary => ({
   tokenId: r.token_id,
@@ -85,6 +88,7 @@ const token = (r: TokenRow): TokenSummary => ({
   hint: r.hint,
   createdAt: r.created_at.toISOString(),
   revokedAt: iso(r.revoked_at),
+  lastUsedAt: iso(r.last_used_at),
 });
 
 export class AdminStore {
@@ -200,7 +204,7 @@ export class AdminStore {
     return (
       await this.sql<
         TokenRow[]
-      >`SELECT token_id, bot_id, hint, created_at, revoked_at FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`
+      >`SELECT token_id, bot_id, hint, created_at, revoked_at, last_used_at FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`
     ).map(token);
   }
 

@@ -34,6 +34,7 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
   const quality = { plans: p.plans, liveSample: (projectId: string) => p.live.sampleFor(projectId) };
   const botApi = botApiEndpoint({
     tokens: p.tokens,
+    tokenUse: p.tokenUse,
     buckets: new TokenBuckets(p.bucketOptions),
     authFailures: p.authFailures,
     pool: p.pool,

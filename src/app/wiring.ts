@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { adminGuard, type AdminGuard, type AdminHooks } from '../admin/api.js';
 import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
+import { TokenUse } from '../auth/token-use.js';
 import { BotResolver } from '../auth/bots.js';
 import { MiniAppSessions } from '../auth/sessions.js';
 import type { Config } from '../config.js';
@@ -38,6 +39,7 @@ export interface Parts {
   sink: GroupCommitWriter;
   pool: IngestPool;
   tokens: TokenResolver;
+  tokenUse: TokenUse;
   bots: BotResolver;
   sessions: MiniAppSessions;
   authFailures: AuthFailures;
@@ -118,6 +120,7 @@ export async function wire(
   });
   const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
   await tokens.checkUntagged();
+  const tokenUse = new TokenUse(sql, log);
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   // A lease admits events for a few seconds and counts for the others until its last batches have
   // had their time to commit.
@@ -206,6 +209,7 @@ export async function wire(
     sink,
     pool,
     tokens,
+    tokenUse,
     bots,
     sessions,
     authFailures,

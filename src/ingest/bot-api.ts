@@ -1,6 +1,7 @@
 // The bot_api endpoint, POST /tg (alias /messenger): events from a bot's backend, authenticated by
 // a per-bot token in X-API-Key. Order of checks: headers, token, rate limit (before any body work),
 // bot settings, quota, then the body.
+import type { TokenUse } from '../auth/token-use.js';
 import type { TokenResolver } from '../auth/api-tokens.js';
 import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
 import { HttpError } from '../errors.js';
@@ -22,6 +23,8 @@ export interface QualityDeps {
 
 export interface BotApiDeps extends CommitDeps, QualityDeps {
   tokens: TokenResolver;
+  /** Notes, in memory, that a token was used (written once a minute). */
+  tokenUse: TokenUse;
   buckets: TokenBuckets;
   authFailures: AuthFailures;
   pool: IngestPool;
@@ -55,6 +58,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       key,
       () => new HttpError('api_key_invalid'),
     );
+    deps.tokenUse.note(token.tokenId);
     const rate = deps.buckets.take(token.tokenId);
     // From here every answer, a refusal too, tells the token's bucket, as the IETF draft expects.
     req.replyHeaders = rateHeaders(rate);

@@ -355,6 +355,12 @@ function adminSchemas(): Record<string, Schema> {
       hint: { type: 'string' },
       createdAt: instant,
       revokedAt: { type: ['string', 'null'], format: 'date-time' },
+      lastUsedAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description:
+          'When a request last presented it; written at most once a minute per instance, so up to a minute behind. null: never.',
+      },
     }),
     Usage: closed({
       month: {

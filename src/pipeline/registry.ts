@@ -54,6 +54,8 @@ export const TG_REGISTRY: Readonly<Record<string, FieldType>> = Object.freeze({
   is_first_recurring: 'bool',
   pre_checkout_query_id: 'string',
   star_count: 'long',
+  shipping_query_id: 'string',
+  paid_media_payload: 'string',
   // Membership (chat_member, my_chat_member, chat_join_request)
   old_status: 'string',
   new_status: 'string',
@@ -63,12 +65,15 @@ export const TG_REGISTRY: Readonly<Record<string, FieldType>> = Object.freeze({
   // Business
   business_connection_id: 'string',
   business_message_id: 'long',
+  is_enabled: 'bool',
+  deleted_message_count: 'long',
   // Polls
   poll_id: 'string',
   poll_type: 'string',
   poll_option_count: 'long',
   poll_total_voter_count: 'long',
   poll_is_anonymous: 'bool',
+  poll_option_ids: 'string',
   // Reactions
   reaction_type: 'string',
   reaction_emoji: 'string',

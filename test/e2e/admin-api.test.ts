@@ -162,6 +162,7 @@ describe('admin API', () => {
         hint: t.body.hint,
         createdAt: expect.any(String),
         revokedAt: null,
+        lastUsedAt: null,
       },
     ]);
     expect(JSON.stringify(listed.body)).not.toContain(t.body.token);

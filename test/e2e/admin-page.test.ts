@@ -249,6 +249,7 @@ describe('admin page', () => {
     await dialog.getByTestId('token-copy').click();
     await expect.poll(() => dialog.getByTestId('token-copy-status').textContent()).toMatch(/Copied|Selected/);
     await expect.poll(() => dialog.getByTestId('token-row').count()).toBe(1);
+    expect(await dialog.getByTestId('token-last-used').textContent()).toBe('never');
 
     // The token works, and the live view picks the event up.
     expect(Number(await byTestId('stat-accepted').getAttribute('data-value'))).toBe(0);

@@ -102,6 +102,9 @@ describe('embedded PostgreSQL (no DATABASE_URL)', () => {
       const adminToken = readFileSync(tokenFile, 'utf8').trim();
       expect(first.logs.some((l) => l.path === tokenFile)).toBe(true);
       expect(first.output.join('\n')).not.toContain(adminToken);
+      // A developer's machine: a development initData key, private, trusted, and the banner says how to use it.
+      expect(statSync(join(dataDir, 'initdata-dev-key.pem')).mode & 0o777).toBe(0o600);
+      await expect.poll(() => first.output.join('\n')).toContain('initdata <botId>');
       expect((await call(`${first.url}/readyz`)).status).toBe(200);
       const created = await call(`${first.url}/admin/projects`, {
         method: 'POST',

@@ -3,6 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, MESSENGER_PRODUCTION_KEY, readConfig } from '../../src/config.js';
 
 describe('readConfig', () => {
+  it('trusts a development key file named by INITDATA_DEV_KEY_FILE, with or without DATABASE_URL', () => {
+    const c = readConfig({ DATABASE_URL: 'postgres://u:p@db:5432/x', INITDATA_DEV_KEY_FILE: '/tmp/k/dev.pem' });
+    expect(c.initDataDevKeyFile).toBe('/tmp/k/dev.pem');
+  });
+
   it('applies the documented defaults', () => {
     const c = readConfig({});
     expect(c).toMatchObject({
@@ -19,6 +24,8 @@ describe('readConfig', () => {
       corsAllowOrigins: ['*'],
     });
     expect(c.dataDir.endsWith('.data')).toBe(true);
+    // The embedded database is a developer's machine: a development initData key in DATA_DIR.
+    expect(c.initDataDevKeyFile).toBe(`${c.dataDir}/initdata-dev-key.pem`);
     expect(c.workers).toBe(availableParallelism());
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -46,7 +53,10 @@ describe('readConfig', () => {
       dataDir: '/tmp/d',
       adminToken: 'a-long-enough-admin-token',
       workers: 3,
-      initDataPublicKeys: ['ab'.repeat(32), 'cd'.repeat(32)],
+      // Added to the messenger's production key, never in its place.
+      initDataPublicKeys: [MESSENGER_PRODUCTION_KEY, 'ab'.repeat(32), 'cd'.repeat(32)],
+      // With DATABASE_URL, none unless INITDATA_DEV_KEY_FILE asks.
+      initDataDevKeyFile: null,
       initDataMaxAgeS: 60,
       rateLimitPerMin: 600,
       rateLimitBurst: 10,

@@ -54,6 +54,11 @@ function tokenRow(t) {
     el('td', { 'data-label': 'Created' }, timeEl(t.createdAt)),
     el(
       'td',
+      { 'data-testid': 'token-last-used', 'data-label': 'Last used' },
+      t.lastUsedAt === null ? 'never' : timeEl(t.lastUsedAt),
+    ),
+    el(
+      'td',
       { 'data-testid': 'token-status', 'data-label': 'Status' },
       revoked
         ? el('span', { class: 'badge off' }, 'revoked ', timeEl(t.revokedAt))
