@@ -17,11 +17,12 @@ SOURCES := $(shell find src workers bench client/src integrations/*/src -name '*
 BUILT := dist/.built
 
 $(BUILT): $(STAMP) $(SOURCES)
-	npx tsc -p tsconfig.json
+	# The packages first: each framework package builds on the client's build (it imports @tg-ingest/client), and
+	# the service's benchmarks import the framework packages.
 	npx tsc -p client/tsconfig.json
-	# The framework packages build on the client's build (they import it as @tg-ingest/client).
 	npx tsc -p integrations/grammy/tsconfig.json
 	npx tsc -p integrations/telegraf/tsconfig.json
+	npx tsc -p tsconfig.json
 	@touch $@
 
 build: $(BUILT)
