@@ -138,8 +138,10 @@ function publicKeys(env: Env): string[] {
 
 export const DEV_KEY_FILE_NAME = 'initdata-dev-key.pem';
 
+/** `none` turns the development key off, also with the embedded database. */
 function devKeyFile(env: Env, embedded: boolean): string | null {
   const v = raw(env, 'INITDATA_DEV_KEY_FILE');
+  if (v === 'none') return null;
   if (v !== undefined) return resolve(v);
   return embedded ? join(dataDir(env), DEV_KEY_FILE_NAME) : null;
 }
@@ -192,10 +194,7 @@ export function readCliEnv(env: Env = process.env) {
     port: integer(env, 'PORT', 8080, 0, 65535),
     databaseUrl: databaseUrl(env),
     /** Where the service keeps its development initData key, made or not. */
-    initDataDevKeyFile:
-      raw(env, 'INITDATA_DEV_KEY_FILE') === undefined
-        ? join(dataDir(env), DEV_KEY_FILE_NAME)
-        : resolve(raw(env, 'INITDATA_DEV_KEY_FILE')!),
+    initDataDevKeyFile: devKeyFile(env, true) ?? join(dataDir(env), DEV_KEY_FILE_NAME),
   };
 }
 

@@ -117,7 +117,10 @@ export class IngestClient<E extends object> {
    */
   track(event: E): Stamped<E> {
     const stamped = stamp(event);
-    if (this.dropOldest && !this.closed && this.pending >= this.maxQueue && this.queue.length > 0) this.dropHead();
+    const encodable = unserializable(stamped);
+    // An event that cannot be sent never pushes out one that can.
+    if (encodable === null && this.dropOldest && !this.closed && this.pending >= this.maxQueue && this.queue.length > 0)
+      this.dropHead();
     const refusal = this.closed
       ? new IngestError({ code: 'client_closed', message: 'track() after close(); the event was not queued' })
       : this.pending >= this.maxQueue
@@ -125,7 +128,7 @@ export class IngestClient<E extends object> {
             code: 'queue_full',
             message: `${this.pending} events are waiting (maxQueueEvents); the event was not queued`,
           })
-        : unserializable(stamped);
+        : encodable;
     if (refusal !== null) {
       if (this.opts.onFailed === undefined) throw refusal;
       this.settle({ ...emptyOutcome<E>(), failed: [{ events: [stamped], error: refusal }] });
@@ -167,7 +170,11 @@ export class IngestClient<E extends object> {
     this.requireBotApi('setProfile');
     for (const u of users) {
       const id = String(u.messengerUserId);
-      this.users.set(id, { ...this.users.get(id), ...u });
+      const merged = { ...this.users.get(id), ...u };
+      this.users.delete(id);
+      this.users.set(id, merged);
+      // Bounded like the queue: while nothing can be sent, the profiles of the longest-unseen users go first.
+      if (this.users.size > this.maxQueue) this.users.delete(this.users.keys().next().value!);
     }
   }
 
@@ -276,7 +283,11 @@ export class IngestClient<E extends object> {
 
   /** Profiles and the bot snapshot ride along with a batch; if no request of it got through they wait for the next. */
   private async deliverWithExtras(events: Stamped<E>[]): Promise<Outcome<E>> {
-    const users = [...this.users.values()].slice(0, MAX_USERS_PER_REQUEST);
+    const users: UserProfile[] = [];
+    for (const u of this.users.values()) {
+      if (users.length === MAX_USERS_PER_REQUEST) break;
+      users.push(u);
+    }
     for (const u of users) this.users.delete(String(u.messengerUserId));
     const bot = this.bot;
     this.bot = null;

@@ -20,6 +20,12 @@ export class Fifo<T> {
   take(n: number): T[] {
     const out = this.items.slice(this.head, this.head + n);
     this.head += out.length;
+    if (this.head === this.items.length) {
+      // Empty: let go of what was taken.
+      this.items = [];
+      this.head = 0;
+      return out;
+    }
     // Compacted once the dead front outweighs the live part: each item is moved O(1) times overall.
     if (this.head > 1024 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);

@@ -186,7 +186,10 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       return { method: 'DELETE', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine${query}` };
     }
     default:
-      if (noun === 'stats' && verb !== undefined) return { method: 'GET', path: `/admin/projects/${verb}/stats` };
+      if (noun === 'stats') {
+        const { positional } = options(argv.slice(1));
+        return { method: 'GET', path: `/admin/projects/${encodeURIComponent(need(positional[0], 'projectId'))}/stats` };
+      }
       throw new UsageError(argv.length === 0 ? 'no command given' : `unknown command "${key.trim()}"`);
   }
 }
@@ -257,7 +260,14 @@ async function request(
     throw new Unreachable(`cannot reach the service at ${base}: ${(err as Error).message}`);
   }
   const text = await res.text();
-  return { ok: res.ok, status: res.status, body: text === '' ? null : JSON.parse(text) };
+  let body: unknown = null;
+  try {
+    body = text === '' ? null : JSON.parse(text);
+  } catch {
+    // Not the service (a proxy's page): shown as it came.
+    body = { status: res.status, text: text.slice(0, 2000) };
+  }
+  return { ok: res.ok, status: res.status, body };
 }
 
 class Unreachable extends Error {}
@@ -267,7 +277,9 @@ async function initData(env: CliEnv, token: string, argv: string[]): Promise<num
   const { positional: p, flags } = options(argv.slice(1));
   const botId = need(p[0], 'botId');
   const user = flags.get('user') ?? '100000001';
-  if (!/^[1-9][0-9]{0,15}$/.test(user)) throw new UsageError('--user must be a positive integer');
+  // initData carries the id as a JSON number: the service takes it up to 2^53 - 1, as the messenger's ids are.
+  if (!/^[1-9][0-9]{0,15}$/.test(user) || !Number.isSafeInteger(Number(user)))
+    throw new UsageError('--user must be a positive integer up to 9007199254740991');
   const key = loadDevKey(env.initDataDevKeyFile, false);
   if (key === null)
     throw new UsageError(

@@ -5,7 +5,7 @@
 import { Bot } from 'grammy';
 import { Telegraf } from 'telegraf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { updateEventId } from '../../client/src/updates/ids.js';
+import { updateEventId, updateNamespace } from '../../client/src/updates/ids.js';
 import { tgIngest as grammyIngest, type TgIngestFlavor as GrammyFlavor } from '../../integrations/grammy/src/index.js';
 import {
   tgIngest as telegrafIngest,
@@ -163,7 +163,7 @@ for (const [framework, make] of [
 
     it('stores every fixture as the table says: type, name, origin, user and promoted tg fields', async () => {
       for (const [name, update] of Object.entries(FIXTURES)) {
-        const id = updateEventId(p.messengerBotId, update.update_id, 0);
+        const id = updateEventId(updateNamespace(p.token), p.messengerBotId, update.update_id, 0);
         const rows = await db.sql<
           {
             event_name: string;
@@ -189,7 +189,7 @@ for (const [framework, make] of [
     });
 
     it('stores ctx.track as a custom event of the same user, its id derived from the update', async () => {
-      const id = updateEventId(p.messengerBotId, BUY.update_id, 1);
+      const id = updateEventId(updateNamespace(p.token), p.messengerBotId, BUY.update_id, 1, 'added_to_cart');
       const [row] = await db.sql<Record<string, unknown>[]>`SELECT event_name, event_type, origin,
           platform_user_id::text AS u, props_string, props_long, props_float, props_bool
         FROM events WHERE project_id = ${p.projectId} AND event_id = ${id}`;

@@ -33,11 +33,26 @@ export function uuidv5(name: string, namespace: string = UPDATE_NAMESPACE): stri
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /**
- * The id of the `index`-th event of an update. Bot id and update id together name the update: update ids count per
- * bot.
+ * The namespace of one deployment's update ids, from a secret only the bot's backend holds (its tg-ingest token by
+ * default). Ids from public inputs alone (bot id, update id) could be computed by anyone who can post events to the
+ * project, say through its mini-app, and stored first to make the bot's real events look like redeliveries.
  */
-export function updateEventId(messengerBotId: number, updateId: number, index: number): string {
-  return uuidv5(`${messengerBotId}:${updateId}:${index}`);
+export function updateNamespace(secret: string): string {
+  return uuidv5(`secret:${secret}`, UPDATE_NAMESPACE);
+}
+
+/**
+ * The id of the `index`-th event of an update. Bot id and update id together name the update (update ids count per
+ * bot); `name` tells apart the bot's own events (ctx.track), whose order a redelivery may change.
+ */
+export function updateEventId(
+  namespace: string,
+  messengerBotId: number,
+  updateId: number,
+  index: number,
+  name?: string,
+): string {
+  return uuidv5(`${messengerBotId}:${updateId}:${index}${name === undefined ? '' : `:${name}`}`, namespace);
 }
 
 function uuidBytes(uuid: string): Uint8Array {

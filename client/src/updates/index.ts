@@ -1,6 +1,6 @@
 // `@tg-ingest/client/updates`: Bot API updates as canonical events, for the framework packages and for bots that
 // run without one.
-export { UPDATE_NAMESPACE, updateEventId, uuidv5 } from './ids.js';
+export { UPDATE_NAMESPACE, updateEventId, updateNamespace, uuidv5 } from './ids.js';
 export {
   type MapOptions,
   type MappedEvent,

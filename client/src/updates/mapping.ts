@@ -41,6 +41,10 @@ export interface MapOptions {
 }
 
 type Obj = Record<string, unknown>;
+
+const MAX_DATE_S = 253_402_300_799;
+/** A deep link's start parameter: up to 64 of these characters. Anything else after /start is text a person typed. */
+const START_PARAM = /^[A-Za-z0-9_-]{1,64}$/;
 type Mapper = (payload: Obj, e: Builder, o: MapOptions) => void;
 
 /** Builds one event's properties, keeping only values of the type the field is registered with. */
@@ -71,8 +75,10 @@ class Builder {
   by(u: unknown): void {
     if (isUser(u)) this.user = u;
   }
+  /** A date the service accepts (up to the year 9999); anything else leaves the time the update was seen. */
   at(seconds: unknown): void {
-    if (typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0) this.date = seconds;
+    if (typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0 && seconds <= MAX_DATE_S)
+      this.date = seconds;
   }
   chat(c: unknown): void {
     const chat = obj(c);
@@ -176,7 +182,7 @@ function message(name: string, edited: boolean): Mapper {
     if (cmd !== null && !edited) {
       e.eventName = 'command';
       e.str('command', cmd.name);
-      if (cmd.name === 'start') e.str('start_param', cmd.payload);
+      if (cmd.name === 'start' && START_PARAM.test(cmd.payload)) e.str('start_param', cmd.payload);
     } else e.eventName = name;
     if (o.captureText && text !== undefined) e.text = text;
   };

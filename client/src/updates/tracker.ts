@@ -3,7 +3,7 @@
 import { createClient, type IngestClient } from '../client.js';
 import { IngestError } from '../errors.js';
 import type { BotApiEventInput, EventType, Stamped } from '../types.js';
-import { updateEventId } from './ids.js';
+import { updateEventId, updateNamespace } from './ids.js';
 import { type MappedEvent, type MessengerUser, mapUpdate, type Update } from './mapping.js';
 
 export interface BotTrackerOptions {
@@ -27,6 +27,11 @@ export interface BotTrackerOptions {
   maxRetries?: number;
   /** Replaces the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * The secret event ids are derived from (default: `apiKey`). Set it to keep ids stable across a token rotation: an
+   * update redelivered after the bot moved to a new token is then still recognised.
+   */
+  eventIdSecret?: string;
 }
 
 /** The bot itself, as `getMe` describes it (grammY's `ctx.me`, Telegraf's `ctx.botInfo`). */
@@ -70,12 +75,16 @@ export class BotTracker {
   private readonly report: (error: Error) => void;
   /** User id → when their profile was last queued; insertion order is age, so the oldest go first. */
   private readonly profiled = new Map<number, number>();
+  private readonly namespace: string;
   private botSent = false;
   private closing = false;
+  /** Past close()'s deadline: what settles later was already counted as failed. */
+  private abandoned = false;
   private readonly onExit = () => void this.close();
 
   constructor(opts: BotTrackerOptions) {
     this.captureText = opts.captureText === true;
+    this.namespace = updateNamespace(opts.eventIdSecret ?? opts.apiKey);
     this.profileIntervalMs = opts.profileIntervalMs ?? 3_600_000;
     this.shutdownTimeoutMs = opts.shutdownTimeoutMs ?? 5000;
     this.report = guard(opts.onError ?? rateLimitedLog());
@@ -133,7 +142,7 @@ export class BotTracker {
           propsLong: {},
           propsBool: {},
         };
-        this.queue(event, bot, update.update_id, index++, splitProps(props ?? {}), 'custom');
+        this.queue(event, bot, update.update_id, index++, splitProps(props ?? {}), 'custom', eventName);
       } catch (error) {
         this.report(error instanceof Error ? error : new Error(String(error)));
       }
@@ -158,6 +167,7 @@ export class BotTracker {
     await Promise.race([this.client.close(), deadline]);
     clearTimeout(timer);
     const left = this.client.pending;
+    this.abandoned = true;
     if (left > 0) {
       this.stats.failed += left;
       this.report(
@@ -173,12 +183,13 @@ export class BotTracker {
     index: number,
     custom?: Pick<BotApiEventInput, 'propsString' | 'propsLong' | 'propsBool' | 'propsFloat'>,
     origin: 'platform' | 'custom' = 'platform',
+    customName?: string,
   ): void {
     const userId = e.user?.id ?? bot.id;
     this.stats.events++;
     if (e.user !== null) this.profile(e.user);
     this.client.track({
-      eventId: updateEventId(bot.id, updateId, index),
+      eventId: updateEventId(this.namespace, bot.id, updateId, index, customName),
       eventName: e.eventName,
       eventType: e.eventType,
       eventOrigin: origin,
@@ -214,6 +225,7 @@ export class BotTracker {
    * outage loses nothing the queue can hold; the rest are given up and reported.
    */
   private failed(events: Stamped<BotApiEventInput>[], error: Error): void {
+    if (this.abandoned) return;
     const code = error instanceof IngestError ? error.code : '';
     if (code === 'queue_dropped') {
       this.stats.dropped += events.length;

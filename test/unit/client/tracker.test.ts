@@ -2,10 +2,11 @@
 // with their ids, profiles once per user per interval, and nothing thrown into the bot. A fetch stand-in answers
 // like the service; the real frameworks and service are in test/e2e/frameworks.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
-import { updateEventId } from '../../../client/src/updates/ids.js';
+import { updateEventId, updateNamespace } from '../../../client/src/updates/ids.js';
 import { BotTracker, type BotTrackerOptions } from '../../../client/src/updates/tracker.js';
 
 const BOT = { id: 4242, first_name: 'Shop' };
+const NS = updateNamespace('tgk_x');
 
 interface Sent {
   events: { eventId: string; eventName: string; platformUserId: string }[];
@@ -63,7 +64,7 @@ describe('the bot tracker', () => {
     await t.flush();
     expect(t.stats.dropped).toBe(2);
     expect(s.sent.flatMap((b) => b.events.map((e) => e.eventId))).toEqual(
-      [3, 4, 5].map((u) => updateEventId(BOT.id, u, 0)),
+      [3, 4, 5].map((u) => updateEventId(NS, BOT.id, u, 0)),
     );
   });
 
@@ -78,7 +79,7 @@ describe('the bot tracker', () => {
     s.state.down = false;
     const until = Date.now() + 5000;
     while (s.sent.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-    expect(s.sent[0]!.events.map((e) => e.eventId)).toEqual([updateEventId(BOT.id, 7, 0)]);
+    expect(s.sent[0]!.events.map((e) => e.eventId)).toEqual([updateEventId(NS, BOT.id, 7, 0)]);
     expect(t.stats).toMatchObject({ failed: 0, dropped: 0 });
   });
 
@@ -103,9 +104,9 @@ describe('the bot tracker', () => {
     track('checkout');
     await t.flush();
     expect(s.sent[0]!.events.map((e) => [e.eventId, e.eventName, e.platformUserId])).toEqual([
-      [updateEventId(BOT.id, 9, 0), 'message', '1001'],
-      [updateEventId(BOT.id, 9, 1), 'added_to_cart', '1001'],
-      [updateEventId(BOT.id, 9, 2), 'checkout', '1001'],
+      [updateEventId(NS, BOT.id, 9, 0), 'message', '1001'],
+      [updateEventId(NS, BOT.id, 9, 1, 'added_to_cart'), 'added_to_cart', '1001'],
+      [updateEventId(NS, BOT.id, 9, 2, 'checkout'), 'checkout', '1001'],
     ]);
   });
 

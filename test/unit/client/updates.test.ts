@@ -1,7 +1,7 @@
 // The shared update table: ids that survive redelivery, and events whose every tg.* key the service promotes.
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sha1, updateEventId, uuidv5 } from '../../../client/src/updates/ids.js';
+import { sha1, updateEventId, updateNamespace, uuidv5 } from '../../../client/src/updates/ids.js';
 import { mapUpdate, UPDATE_TYPES, type Update } from '../../../client/src/updates/mapping.js';
 import { TG_REGISTRY } from '../../../src/pipeline/registry.js';
 import { EXPECTED, FIXTURES } from '../../fixtures/updates.js';
@@ -22,12 +22,18 @@ describe('update ids', () => {
     }
   });
 
-  it('depend on the bot, the update and the index, and on nothing else', () => {
-    const id = updateEventId(123, 456, 0);
-    expect(updateEventId(123, 456, 0)).toBe(id);
-    expect(new Set([id, updateEventId(124, 456, 0), updateEventId(123, 457, 0), updateEventId(123, 456, 1)]).size).toBe(
-      4,
-    );
+  it('depend on the secret, the bot, the update, the index and a custom event name, and on nothing else', () => {
+    const ns = updateNamespace('tgk_secret');
+    const id = updateEventId(ns, 123, 456, 0);
+    expect(updateEventId(updateNamespace('tgk_secret'), 123, 456, 0)).toBe(id);
+    const others = [
+      updateEventId(updateNamespace('tgk_other'), 123, 456, 0),
+      updateEventId(ns, 124, 456, 0),
+      updateEventId(ns, 123, 457, 0),
+      updateEventId(ns, 123, 456, 1),
+      updateEventId(ns, 123, 456, 0, 'checkout'),
+    ];
+    expect(new Set([id, ...others]).size).toBe(6);
   });
 });
 
@@ -77,6 +83,18 @@ describe('the update table', () => {
     expect(t('photo_with_caption')).toBe('look #sale');
     expect(t('inline_query')).toBe('red shoes');
     expect(mapUpdate(FIXTURES.callback_query!, { captureText: true })[0]!.text).toBeUndefined();
+  });
+
+  it('sends a /start payload only when it is shaped like a deep link, and only plausible dates', () => {
+    const start = (text: string) =>
+      mapUpdate({
+        update_id: 1,
+        message: { text, from: { id: 5 }, entities: [{ type: 'bot_command', offset: 0, length: 6 }], date: 2 ** 40 },
+      } as Update)[0]!;
+    expect(start('/start spring-sale_2').propsString['tg.start_param']).toBe('spring-sale_2');
+    expect(start('/start my phone is 555 1234').propsString['tg.start_param']).toBeUndefined();
+    expect(start(`/start ${'a'.repeat(65)}`).propsString['tg.start_param']).toBeUndefined();
+    expect(start('/start x').date).toBeNull();
   });
 
   it('bills an edit, a reaction and a button press as their own updates, not as the message they refer to', () => {
