@@ -89,6 +89,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         await Promise.race([Promise.all(servers.map((s) => s.drained())), deadline]);
         await parts.sink.close();
         await parts.tokenUse.stop();
+        await parts.reports.stop();
         await parts.pool.close();
         await db.sql.end({ timeout: 5 });
       })();

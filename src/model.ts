@@ -13,6 +13,8 @@ export interface UserSeen {
   lastName?: string | null;
   languageCode?: string | null;
   isPremium?: boolean | null;
+  /** webapp: the session's start_param (a mini-app link's startapp), from the signed initData; not a profile field. */
+  startParam?: string | null;
 }
 
 /** The bot snapshot of a bot_api request: descriptive fields only (the messenger id is set by the admin API). */

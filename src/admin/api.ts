@@ -164,15 +164,6 @@ export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOption
     )
     .route(
       'get',
-      '/admin/projects/:projectId/reports/revenue',
-      guard(async (req) => {
-        const projectId = id(req);
-        found(await store.getProject(projectId), 'project');
-        return ok(200, await store.revenue(projectId));
-      }),
-    )
-    .route(
-      'get',
       '/admin/projects/:projectId/stats',
       guard(async (req) => {
         const projectId = id(req);

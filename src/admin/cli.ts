@@ -17,7 +17,7 @@ const USAGE = `usage: npm run admin -- <command> [--table]
   project show <projectId>
   project set-allowance <projectId> <n|unlimited>
   project usage <projectId>                   events billed and stored this month
-  project revenue <projectId>                 revenue report of payments on the bot-API channel
+  project revenue <projectId>                 the same as report revenue (kept for scripts)
   bot create [--project <id>] [--messenger-bot-id <n>] [--name <s>]
   bot list [--project <id>]
   bot show <botId>
@@ -25,6 +25,10 @@ const USAGE = `usage: npm run admin -- <command> [--table]
   token create <botId>                        prints the token: it is shown this once
   token list <botId>                          with when each was last used
   token revoke <tokenId>
+  report daily <projectId> [--from <YYYY-MM-DD>] [--to <YYYY-MM-DD>]
+                                              events, active and new users per day (default: 30 days)
+  report revenue <projectId> [--from <day>] [--to <day>] [--by day]
+                                              payments, refunds and net per currency
   plan get <projectId>                        the project's tracking plan
   plan put <projectId> <file>                 set it from a JSON file
   plan delete <projectId>
@@ -151,6 +155,16 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
     case 'token revoke':
       return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
+    case 'report daily':
+    case 'report revenue': {
+      const q = new URLSearchParams();
+      for (const f of ['from', 'to', 'by']) if (flags.has(f)) q.set(f, flags.get(f)!);
+      const query = q.size > 0 ? `?${q}` : '';
+      return {
+        method: 'GET',
+        path: `/admin/projects/${encodeURIComponent(need(p[0], 'projectId'))}/reports/${verb}${query}`,
+      };
+    }
     case 'plan get':
       return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan` };
     case 'plan put':

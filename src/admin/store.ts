@@ -129,27 +129,6 @@ export class AdminStore {
     return readUsage(this.sql, projectId);
   }
 
-  /**
-   * Revenue from payments reported on the bot-API channel, per currency, in the currency's smallest
-   * units. A payment reported by two connections (same charge id) is counted once.
-   */
-  async revenue(projectId: string): Promise<{ currency: string; totalAmount: number | string }[]> {
-    const rows = await this.sql<{ currency: string; total: string }[]>`
-      SELECT currency, sum(amount)::text AS total FROM (
-        SELECT DISTINCT ON (coalesce(tg->>'telegram_payment_charge_id', tg->>'provider_payment_charge_id', event_id::text))
-               tg->>'currency' AS currency, (tg->>'total_amount')::numeric AS amount
-        FROM events
-        WHERE project_id = ${projectId} AND event_name = 'successful_payment' AND channel = 'bot_api'
-          AND tg ? 'currency' AND tg ? 'total_amount'
-        ORDER BY coalesce(tg->>'telegram_payment_charge_id', tg->>'provider_payment_charge_id', event_id::text), received_at
-      ) p
-      GROUP BY currency ORDER BY currency`;
-    return rows.map((r) => ({
-      currency: r.currency,
-      totalAmount: Number.isSafeInteger(Number(r.total)) ? Number(r.total) : r.total,
-    }));
-  }
-
   async createBot(b: { messengerBotId: string | null; projectId: string | null; name: string | null }): Promise<Bot> {
     const [r] = await this.sql<BotRow[]>`
       INSERT INTO bots (messenger_bot_id, project_id, name) VALUES (${b.messengerBotId}, ${b.projectId}, ${b.name}) RETURNING *`;

@@ -3,6 +3,8 @@
 // document and the 404 on both. Adding a route means adding it here.
 import { mountAdmin } from '../admin/api.js';
 import { mountAdminPage } from '../admin/page.js';
+import { mountReports } from '../admin/reports-api.js';
+import { ReportStore } from '../reports/queries.js';
 import { mountQuality } from '../admin/quality-api.js';
 import { AdminStore } from '../admin/store.js';
 import { PATHS } from '../endpoints.js';
@@ -91,6 +93,7 @@ export function mountAdministration(server: HttpServer, p: Parts, ownListener: b
       onReplayed: (r) => p.metrics.replay(r),
     },
   });
+  mountReports(server, projects, new ReportStore(p.sql), p.guard);
   p.live.mount(server.app, PATHS.adminLive);
   // Beside the public endpoints /metrics needs the admin token (Prometheus sends it as a bearer
   // token); on a listener of its own, reachable only where it is bound, it needs none.

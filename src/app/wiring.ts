@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { adminGuard, type AdminGuard, type AdminHooks } from '../admin/api.js';
 import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
 import { TokenUse } from '../auth/token-use.js';
+import { ReportAggregator } from '../reports/aggregator.js';
 import { BotResolver } from '../auth/bots.js';
 import { MiniAppSessions } from '../auth/sessions.js';
 import type { Config } from '../config.js';
@@ -40,6 +41,7 @@ export interface Parts {
   pool: IngestPool;
   tokens: TokenResolver;
   tokenUse: TokenUse;
+  reports: ReportAggregator;
   bots: BotResolver;
   sessions: MiniAppSessions;
   authFailures: AuthFailures;
@@ -121,6 +123,8 @@ export async function wire(
   const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
   await tokens.checkUntagged();
   const tokenUse = new TokenUse(sql, log);
+  const reports = new ReportAggregator(sql, { everyMs: config.reportsEveryMs, lagMs: config.reportsLagMs }, log);
+  reports.start();
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   // A lease admits events for a few seconds and counts for the others until its last batches have
   // had their time to commit.
@@ -210,6 +214,7 @@ export async function wire(
     pool,
     tokens,
     tokenUse,
+    reports,
     bots,
     sessions,
     authFailures,

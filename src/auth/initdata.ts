@@ -31,6 +31,11 @@ function profileField(v: unknown): string | null {
   return typeof s === 'string' && s !== '' ? s : null;
 }
 
+/** The messenger allows up to 512 characters of A-Z a-z 0-9 _ -; anything else is not kept. */
+function startParam(v: string | undefined): string | null {
+  return v !== undefined && /^[A-Za-z0-9_-]{1,512}$/.test(v) ? v : null;
+}
+
 /** Parses the string and checks everything but the signature; pure, so it runs anywhere. */
 export function parseInitData(initData: string): InitDataCheck {
   if (initData.trim() === '') return { ok: false, code: 'initdata_empty' };
@@ -84,6 +89,7 @@ export function parseInitData(initData: string): InitDataCheck {
         lastName: profileField(user.last_name),
         languageCode: profileField(user.language_code),
         isPremium: user.is_premium === true,
+        startParam: startParam(get('start_param')),
       },
     },
   };

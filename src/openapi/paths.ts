@@ -195,6 +195,24 @@ function adminOp(a: AdminSpec): Obj {
 
 const ok = (description: string, schema: Obj) => ({ description, content: json(schema) });
 const list = (name: string): Obj => ({ type: 'array', items: ref(name) });
+/** A report: JSON, or with `?format=csv` the same numbers as CSV. */
+const okCsv = (description: string, schema: Obj) => ({
+  description: `${description} With \`format=csv\`: the same numbers as \`text/csv\` (RFC 4180, a header line).`,
+  content: { ...json(schema), 'text/csv': { schema: { type: 'string' } } },
+});
+const DATE_SCHEMA = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'A date, YYYY-MM-DD.' };
+function reportQuery(defaultDays: number | null): Obj[] {
+  const dflt = defaultDays === null ? 'every day' : `the ${defaultDays} days ending today`;
+  return [
+    query('from', `First day (UTC), included. Without from and to: ${dflt}; at most 366 days per call.`, DATE_SCHEMA),
+    query(
+      'to',
+      'Last day (UTC), included; default today. Before from, malformed, or a range over 366 days: 400.',
+      DATE_SCHEMA,
+    ),
+    query('format', 'json (default) or csv.', { type: 'string', enum: ['json', 'csv'] }),
+  ];
+}
 
 function adminPaths(): Record<string, Obj> {
   return {
@@ -234,14 +252,31 @@ function adminPaths(): Record<string, Obj> {
         success: { 200: ok('Usage of the current month.', ref('Usage')) },
       }),
     },
+    '/admin/projects/{projectId}/reports/daily': {
+      get: adminOp({
+        operationId: 'getDailyReport',
+        summary: 'Events, active and new users per day',
+        description:
+          "From aggregates the service keeps as events are stored (REPORTS_LAG_MS behind, at most a minute by default), never from a scan of the events. A day is the UTC date of the events' `eventDate`; only stored events count (no redelivery, in-request duplicate or rejected event). `activeUsers`: distinct users with a stored event that day; `newUsers`: users whose earliest stored event falls on that day. Every day of the range is listed, zeros included.",
+        ids: ['ProjectId'],
+        query: reportQuery(30),
+        errors: ['bad_request'],
+        success: { 200: okCsv('One row per day, oldest first.', list('DailyReportRow')) },
+      }),
+    },
     '/admin/projects/{projectId}/reports/revenue': {
       get: adminOp({
         operationId: 'getRevenueReport',
-        summary: 'Revenue per currency',
+        summary: 'Revenue and refunds per currency',
         description:
-          "Sums `tg.total_amount` of `successful_payment` events from the bot_api endpoint per `tg.currency`, in the currency's smallest units; a payment reported by two connections counts once.",
+          "Sums `tg.total_amount` of `successful_payment` events from the bot_api endpoint per `tg.currency`, in the currency's smallest units, and of `refunded_payment` events alike; each charge (`tg.telegram_payment_charge_id`, else `tg.provider_payment_charge_id`) counts once, however often and by whichever connection it was reported. Stars (XTR) have no minor unit: their amounts are whole stars. Without `from` and `to`: every day; `by=day` adds a series per currency (30 days ending today by default). From the aggregates, like the daily report.",
         ids: ['ProjectId'],
-        success: { 200: ok('One line per currency.', list('RevenueLine')) },
+        query: [
+          ...reportQuery(null),
+          query('by', 'day: each currency also lists every day of the range.', { type: 'string', enum: ['day'] }),
+        ],
+        errors: ['bad_request'],
+        success: { 200: okCsv('One line per currency.', list('RevenueLine')) },
       }),
     },
     '/admin/projects/{projectId}/stats': {

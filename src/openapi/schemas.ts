@@ -313,6 +313,17 @@ function eventSchemas(): Record<string, Schema> {
 // Admin API: request bodies are the routes' own (src/admin/bodies.ts); responses the store's rows.
 
 function adminSchemas(): Record<string, Schema> {
+  const minor = (description: string): Schema => ({
+    anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]+$' }],
+    description: `${description} In the currency's smallest units (whole stars for XTR); a digit string beyond 2^53−1.`,
+  });
+  const revenueTotals = {
+    totalAmount: minor('Payments.'),
+    refundedAmount: minor('Refunds.'),
+    netAmount: minor('Payments less refunds.'),
+    payments: count('Charges paid.'),
+    refunds: count('Charges refunded.'),
+  };
   const counts = {
     accepted: count('Accepted events.'),
     rejected: count('Rejected events.'),
@@ -372,12 +383,31 @@ function adminSchemas(): Record<string, Schema> {
       eventsBilled: count('Billed events this month.'),
       eventsStored: count('Stored events this month.'),
     }),
-    RevenueLine: closed({
-      currency: { type: 'string' },
-      totalAmount: {
-        anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^-?[0-9]+$' }],
-        description: "In the currency's smallest units; a digit string beyond 2^53−1.",
+    RevenueLine: closed(
+      {
+        currency: { type: 'string' },
+        ...revenueTotals,
+        days: {
+          type: 'array',
+          description: 'With by=day: every day of the range, oldest first.',
+          items: closed({ day: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' }, ...revenueTotals }, [
+            'day',
+            ...Object.keys(revenueTotals),
+          ]),
+        },
       },
+      ['currency', ...Object.keys(revenueTotals)],
+    ),
+    DailyReportRow: closed({
+      day: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC date of eventDate.' },
+      events: count('Stored events of the day.'),
+      eventsByType: {
+        type: 'object',
+        description: 'Stored events of the day per eventType, every type listed.',
+        additionalProperties: { type: 'integer', minimum: 0 },
+      },
+      activeUsers: count('Distinct users with a stored event that day.'),
+      newUsers: count('Users whose earliest stored event falls on that day.'),
     }),
     ProjectStats: closed(
       {

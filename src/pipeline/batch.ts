@@ -123,6 +123,8 @@ function runEvents(
   webappUserId: string | null,
   diag: DiagnosticSink,
   sizeHint: number,
+  /** webapp: what the signed initData says of the session, stored as the events' tg section. */
+  webappTg: string | null = null,
 ) {
   const seen = new Set<string>();
   const userIds = new Set<string>();
@@ -199,7 +201,10 @@ function runEvents(
       continue;
     }
     const diagnostics = diag.endEvent();
-    if (webappUserId !== null) ev.platformUserId = webappUserId;
+    if (webappUserId !== null) {
+      ev.platformUserId = webappUserId;
+      ev.tg = webappTg;
+    }
     accepted++;
     userIds.add(ev.platformUserId!);
     rows.push(eventRow(ctx, ev));
@@ -282,7 +287,9 @@ export function processWebappBatch(events: unknown, ctx: BatchContext, user: Use
   const bad = checkEventsArray(events);
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
-  const r = runEvents(events as unknown[], ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes));
+  // A mini-app opened through a link with startapp: the campaign, signed by the messenger, on every event.
+  const tg = user.startParam ? JSON.stringify({ start_param: user.startParam }) : null;
+  const r = runEvents(events as unknown[], ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes), tg);
   return { ok: true, batch: finish(diag, r, [user], null) };
 }
 

@@ -430,7 +430,7 @@ describe('admin page', () => {
     expect(sent.status).toBe(202);
     await expect
       .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`)).body)
-      .toContainEqual({ currency: 'JPY', totalAmount: '18014398509481982' });
+      .toContainEqual(expect.objectContaining({ currency: 'JPY', totalAmount: '18014398509481982' }));
 
     await openProject(own.projectId);
     await byTestId('revenue-refresh').click();

@@ -772,11 +772,13 @@ describe('bot_api: profiles, bot snapshot and revenue', () => {
       'provider_payment_charge_id',
       'total_amount',
     ]);
-    const report = await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`);
-    expect(report.status).toBe(200);
-    expect(report.body).toEqual([
-      { currency: 'EUR', totalAmount: 500 },
-      { currency: 'USD', totalAmount: 2000 },
-    ]);
+    await expect
+      .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue`)).body, {
+        timeout: 10_000,
+      })
+      .toMatchObject([
+        { currency: 'EUR', totalAmount: 500 },
+        { currency: 'USD', totalAmount: 2000 },
+      ]);
   });
 });

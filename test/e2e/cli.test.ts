@@ -99,6 +99,21 @@ describe('the CLI', () => {
     expect(table.split('\n')[0]).toMatch(/^tokenId\s+botId\s+hint\s+createdAt\s+revokedAt\s+lastUsedAt$/);
   });
 
+  it('prints the daily and revenue reports for a range, as JSON or a table', async () => {
+    const p = await provision(srv.url);
+    expect(
+      (await postBotApi(srv.url, p.token, { events: [serverEvent({ eventDate: '2026-11-02T10:00:00Z' })] })).status,
+    ).toBe(202);
+    const args = ['report', 'daily', p.projectId, '--from', '2026-11-01', '--to', '2026-11-03'];
+    await expect.poll(() => cli(...args).json?.[1]?.events, { timeout: 10_000 }).toBe(1);
+    expect(cli(...args).json.map((d: { day: string }) => d.day)).toEqual(['2026-11-01', '2026-11-02', '2026-11-03']);
+    expect(cli(...args, '--table').stdout.split('\n')[0]).toMatch(
+      /^day\s+events\s+eventsByType\s+activeUsers\s+newUsers$/,
+    );
+    expect(cli('report', 'revenue', p.projectId, '--by', 'day').json).toEqual([]);
+    expect(cli('report', 'daily', p.projectId, '--from', 'yesterday').status).toBe(1);
+  });
+
   it('refuses an unknown command and a flag without its value with the usage', () => {
     expect(cli('quarantine', 'explode').status).toBe(2);
     const r = cli('quarantine', 'list', 'x', '--limit');

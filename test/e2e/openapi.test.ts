@@ -760,6 +760,8 @@ describe('admin API', () => {
       await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }),
       202,
     );
+    // The reports follow the stored events a fraction of a second behind (REPORTS_LAG_MS in the test servers).
+    await new Promise((r) => setTimeout(r, 1000));
     const revenue = await adminCall(
       'GET',
       '/admin/projects/{projectId}/reports/revenue',
@@ -767,7 +769,24 @@ describe('admin API', () => {
       undefined,
       200,
     );
-    expect(revenue.body).toEqual([{ currency: 'USD', totalAmount: 500 }]);
+    expect(revenue.body).toEqual([
+      { currency: 'USD', totalAmount: 500, refundedAmount: 0, netAmount: 500, payments: 1, refunds: 0 },
+    ]);
+    const daily = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/daily',
+      `/admin/projects/${projectId}/reports/daily?from=2026-11-22&to=2026-11-22`,
+      undefined,
+      200,
+    );
+    expect(daily.body).toMatchObject([{ day: '2026-11-22', events: 2, activeUsers: 1, newUsers: 1 }]);
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/daily',
+      `/admin/projects/${projectId}/reports/daily?from=2026-11-23&to=2026-11-22`,
+      undefined,
+      400,
+    );
     const usage = await adminCall(
       'GET',
       '/admin/projects/{projectId}/usage',
@@ -1301,7 +1320,8 @@ describe('probes, metrics, the page', () => {
 // Both directions: every route is documented, every documented operation was exercised.
 
 /**
- * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/http/live.ts and src/admin/page.ts
+ * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/reports-api.ts, src/http/live.ts
+ * and src/admin/page.ts
  * register (other than the 405/404 fallbacks).
  */
 const ROUTES = [
@@ -1316,6 +1336,7 @@ const ROUTES = [
   'GET /admin/projects/{projectId}',
   'PATCH /admin/projects/{projectId}',
   'GET /admin/projects/{projectId}/usage',
+  'GET /admin/projects/{projectId}/reports/daily',
   'GET /admin/projects/{projectId}/reports/revenue',
   'GET /admin/projects/{projectId}/stats',
   'GET /admin/projects/{projectId}/bots',
@@ -1350,7 +1371,13 @@ describe('coverage', () => {
     const app = source('src/app/routes.ts');
     const page = source('src/admin/page.ts');
     // Literal routes, as a cross-check of ROUTES (the loops over paths in app/routes.ts are checked below).
-    for (const f of [app, source('src/admin/api.ts'), source('src/admin/quality-api.ts'), page]) {
+    for (const f of [
+      app,
+      source('src/admin/api.ts'),
+      source('src/admin/quality-api.ts'),
+      source('src/admin/reports-api.ts'),
+      page,
+    ]) {
       for (const [, m, p] of f.matchAll(/\.route\('(\w+)',\s*[`']([^`']+)[`']/g)) {
         if (m === 'any') continue;
         const route = `${m === 'del' ? 'DELETE' : m!.toUpperCase()} ${p!.replace(/:(\w+)/g, '{$1}').replace(/\$\{\w+\}/g, '{file}')}`;

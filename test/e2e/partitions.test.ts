@@ -57,6 +57,9 @@ describe('deduplication across a month boundary', () => {
       propsLong: { 'tg.total_amount': 700 },
     });
     expect((await postBotApi(srv.url, p.token, { events: [early, payment] })).body.accepted).toBe(2);
+    const revenue = async () => (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue`)).body;
+    const once = [{ currency: 'EUR', totalAmount: 700, refundedAmount: 0, netAmount: 700, payments: 1, refunds: 0 }];
+    await expect.poll(revenue, { timeout: 10_000 }).toEqual(once);
     // As if they had arrived last month: the rows move to last month's partition.
     await db.sql`UPDATE events SET received_at = received_at - interval '1 month' WHERE event_id IN (${early.eventId}, ${payment.eventId})`;
     const [{ part }] =
@@ -79,10 +82,9 @@ describe('deduplication across a month boundary', () => {
     const usage = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
     expect(usage.eventsStored - usageBefore.eventsStored).toBe(1);
     expect(usage.eventsBilled - usageBefore.eventsBilled).toBe(1);
-    // The revenue report reads every partition.
-    expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue`)).body).toEqual([
-      { currency: 'EUR', totalAmount: 700 },
-    ]);
+    // The redelivered payment counts once in the revenue report, now and after the aggregates took in the request.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await revenue()).toEqual(once);
   });
 });
 

@@ -60,6 +60,9 @@ export async function startServer(
       ADMIN_TOKEN,
       WORKERS: '1',
       LOG_LEVEL: 'info',
+      // Reports a fraction of a second behind, not half a minute: tests read them right after sending.
+      REPORTS_EVERY_MS: '100',
+      REPORTS_LAG_MS: '250',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,231 @@
+// The daily and revenue reports on seeded events, against numbers computed here from what was sent: duplicates in a
+// request, redeliveries, a charge reported by two tokens, refunds, rejected events, users across days and the month
+// boundary, history that moves a user's first day back; the first campaign of a user on either endpoint.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { makeInitData, newSigner } from '../helpers/initdata.js';
+import { type RunningServer, startServer } from '../helpers/server.js';
+
+const signer = newSigner();
+let db: TestDatabase;
+let srv: RunningServer;
+let p: Provisioned;
+let secondToken: string;
+
+interface Sent {
+  eventId: string;
+  eventName: string;
+  eventType: string;
+  eventDate: string;
+  eventOrigin: 'platform' | 'custom';
+  platformUserId: string;
+  propsString?: Record<string, string>;
+  propsLong?: Record<string, number>;
+}
+
+/** Every event the service stored, as this test knows it: the model the expected numbers come from. */
+const stored: Sent[] = [];
+
+const ev = (user: string, date: string, over: Partial<Sent> = {}): Sent => ({
+  eventId: randomUUID(),
+  eventName: 'message_received',
+  eventType: 'message',
+  eventDate: date,
+  eventOrigin: 'custom',
+  platformUserId: user,
+  ...over,
+});
+const payment = (user: string, date: string, charge: string, amount: number, name = 'successful_payment'): Sent =>
+  ev(user, date, {
+    eventName: name,
+    eventType: 'payment',
+    eventOrigin: 'platform',
+    propsString: { 'tg.currency': 'XTR', 'tg.telegram_payment_charge_id': charge },
+    propsLong: { 'tg.total_amount': amount },
+  });
+
+async function send(token: string, events: Sent[], expectStored: Sent[]): Promise<void> {
+  const r = await postBotApi(srv.url, token, { events });
+  expect([202, 400]).toContain(r.status);
+  for (const e of expectStored) if (!stored.some((s) => s.eventId === e.eventId)) stored.push(e);
+}
+
+const report = async (path: string) =>
+  (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/${path}`)).body;
+
+/** The daily report as this test computes it from `stored`. */
+function expectedDaily(from: string, to: string) {
+  const firstDay = new Map<string, string>();
+  for (const e of stored) {
+    const d = e.eventDate.slice(0, 10);
+    const f = firstDay.get(e.platformUserId);
+    if (f === undefined || d < f) firstDay.set(e.platformUserId, d);
+  }
+  const rows = [];
+  for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    const those = stored.filter((e) => e.eventDate.slice(0, 10) === day);
+    const byType: Record<string, number> = {};
+    for (const type of [
+      'message',
+      'interaction',
+      'payment',
+      'membership',
+      'business',
+      'poll',
+      'reaction',
+      'boost',
+      'platform',
+    ])
+      byType[type] = those.filter((e) => e.eventType === type).length;
+    rows.push({
+      day,
+      events: those.length,
+      eventsByType: byType,
+      activeUsers: new Set(those.map((e) => e.platformUserId)).size,
+      newUsers: [...firstDay.values()].filter((d) => d === day).length,
+    });
+  }
+  return rows;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, RATE_LIMIT_BURST: '100000' });
+  p = await provision(srv.url);
+  secondToken = (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token;
+});
+afterAll(async () => {
+  await srv?.stop();
+  await db?.drop();
+});
+
+describe('reports', () => {
+  it('count stored events once: duplicates, redeliveries, a charge reported twice, refunds, rejected events', async () => {
+    const a1 = ev('1001', '2026-10-31T23:59:59Z');
+    const a2 = ev('1001', '2026-11-01T00:00:00Z');
+    const a3 = ev('1002', '2026-11-01T12:00:00Z', { eventType: 'interaction', eventName: 'button' });
+    const pay = payment('1002', '2026-11-01T12:05:00Z', 'charge-1', 250);
+    const bad = ev('not-a-user', '2026-11-01T12:00:00Z');
+    // a2 twice in the request: the first counts.
+    await send(p.token, [a1, a2, a2, a3, pay, bad], [a1, a2, a3, pay]);
+    // The whole request again (a client's retry): nothing new.
+    await send(p.token, [a1, a2, a3, pay], []);
+    // The same charge from another token: a second event, stored (not billed), but one payment.
+    const payAgain = payment('1002', '2026-11-01T12:06:00Z', 'charge-1', 250);
+    await send(secondToken, [payAgain], [payAgain]);
+    const pay2 = payment('1003', '2026-11-02T08:00:00Z', 'charge-2', 100);
+    const refund = payment('1002', '2026-11-02T09:00:00Z', 'charge-1', 250, 'refunded_payment');
+    await send(p.token, [pay2, refund], [pay2, refund]);
+
+    const want = expectedDaily('2026-10-30', '2026-11-03');
+    await expect.poll(() => report('daily?from=2026-10-30&to=2026-11-03'), { timeout: 10_000 }).toEqual(want);
+    expect(want.map((d) => [d.events, d.activeUsers, d.newUsers])).toEqual([
+      [0, 0, 0],
+      [1, 1, 1],
+      [4, 2, 1],
+      [2, 2, 1],
+      [0, 0, 0],
+    ]);
+    expect(await report('revenue')).toEqual([
+      { currency: 'XTR', totalAmount: 350, refundedAmount: 250, netAmount: 100, payments: 2, refunds: 1 },
+    ]);
+    const byDay = await report('revenue?from=2026-11-01&to=2026-11-02&by=day');
+    expect(byDay[0].days).toEqual([
+      { day: '2026-11-01', totalAmount: 250, refundedAmount: 0, netAmount: 250, payments: 1, refunds: 0 },
+      { day: '2026-11-02', totalAmount: 100, refundedAmount: 250, netAmount: -150, payments: 1, refunds: 1 },
+    ]);
+    expect((await report('revenue?from=2026-11-02&to=2026-11-02'))[0]).toMatchObject({
+      totalAmount: 100,
+      netAmount: -150,
+    });
+  });
+
+  it("moves a user's first day back when older history arrives later", async () => {
+    const old = ev('1002', '2026-10-15T10:00:00Z');
+    await send(p.token, [old], [old]);
+    const want = expectedDaily('2026-10-15', '2026-11-03');
+    await expect.poll(() => report('daily?from=2026-10-15&to=2026-11-03'), { timeout: 10_000 }).toEqual(want);
+    expect(want.find((d) => d.day === '2026-10-15')!.newUsers).toBe(1);
+    expect(want.find((d) => d.day === '2026-11-01')!.newUsers).toBe(0);
+  });
+
+  it("keeps a user's first campaign and follows the latest, from /start on bot_api and the signed start_param on webapp", async () => {
+    const start = (param: string, date: string) =>
+      ev('1004', date, {
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': param },
+      });
+    const s1 = start('spring', '2026-11-02T10:00:00Z');
+    await send(p.token, [s1], [s1]);
+    await expect.poll(() => campaign('1004'), { timeout: 10_000 }).toEqual(['spring', 'spring']);
+    const s2 = start('autumn', '2026-11-03T10:00:00Z');
+    await send(p.token, [s2], [s2]);
+    await expect.poll(() => campaign('1004'), { timeout: 10_000 }).toEqual(['spring', 'autumn']);
+
+    const initData = makeInitData(signer, {
+      messengerBotId: p.messengerBotId,
+      user: { id: 1005, first_name: 'Mia' },
+      extra: { start_param: 'tiktok_q4' },
+    });
+    const w = await call(`${srv.url}/tg/webapp`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: {
+        botId: p.botId,
+        auth: { initData },
+        events: [
+          { eventId: randomUUID(), eventName: 'app_open', eventType: 'interaction', eventDate: '2026-11-03T11:00:00Z' },
+        ],
+      },
+    });
+    expect(w.status).toBe(202);
+    await expect.poll(() => campaign('1005'), { timeout: 10_000 }).toEqual(['tiktok_q4', 'tiktok_q4']);
+  });
+
+  it('answers CSV with the same numbers', async () => {
+    const r = await fetch(
+      `${srv.url}/admin/projects/${p.projectId}/reports/daily?from=2026-11-01&to=2026-11-02&format=csv`,
+      {
+        headers: { authorization: `Bearer ${(await import('../helpers/server.js')).ADMIN_TOKEN}` },
+      },
+    );
+    expect(r.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    const lines = (await r.text()).trim().split('\r\n');
+    const json = await report('daily?from=2026-11-01&to=2026-11-02');
+    expect(lines[0]!.split(',').slice(0, 2)).toEqual(['day', 'events']);
+    expect(lines.slice(1).map((l) => l.split(',').slice(0, 2))).toEqual(
+      json.map((d: { day: string; events: number }) => [d.day, String(d.events)]),
+    );
+    expect(lines[0]!.split(',').slice(-2)).toEqual(['active_users', 'new_users']);
+  });
+
+  it('refuses a malformed, reversed or too long range, and an unknown project', async () => {
+    for (const q of [
+      'from=2026-13-01&to=2026-12-01',
+      'from=2026-02-30&to=2026-03-01',
+      'from=2026-11-02&to=2026-11-01',
+      'from=2025-01-01&to=2026-01-02',
+      'format=xml',
+    ]) {
+      const r = await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/daily?${q}`);
+      expect([q, r.status, r.body.error]).toEqual([q, 400, 'bad_request']);
+    }
+    expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue?by=week`)).status).toBe(400);
+    const unknown = await admin(srv.url, 'GET', `/admin/projects/${randomUUID()}/reports/daily`);
+    expect(unknown.status).toBe(404);
+    expect(
+      (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/daily?from=2025-11-01&to=2026-11-01`))
+        .status,
+    ).toBe(200);
+  });
+});
+
+async function campaign(user: string): Promise<[string | null, string | null] | null> {
+  const [r] = await db.sql<{ f: string | null; l: string | null }[]>`
+    SELECT first_campaign AS f, last_campaign AS l FROM report_users WHERE project_id = ${p.projectId} AND user_id = ${user}`;
+  return r === undefined ? null : [r.f, r.l];
+}
