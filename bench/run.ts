@@ -14,6 +14,7 @@ const ALL = [
   'b-large',
   'b-large-plan',
   'b-large-10pct-invalid',
+  'b-large-reports',
   'b-small',
   'b-small-live',
   'b-small-users',
@@ -101,7 +102,8 @@ async function main(): Promise<void> {
     // b-large and its variants, each on a fresh table, compared with b-large of the same run.
     const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
     const largeVariants = [
-      ['b-large', `b-large (bot_api, 1000-event batches, ${conns} conn)`, {}],
+      // The report aggregator off (it folds once at start, then hourly): b-large-reports measures what it costs.
+      ['b-large', `b-large (bot_api, 1000-event batches, ${conns} conn)`, { env: { REPORTS_EVERY_MS: '3600000' } }],
       [
         'b-large-plan',
         'b-large-plan (same, a tracking plan of 6 event schemas, mode block, every event valid)',
@@ -111,6 +113,11 @@ async function main(): Promise<void> {
         'b-large-10pct-invalid',
         'b-large-10pct-invalid (same, one event in ten rejected and quarantined)',
         { invalidEvery: 10 },
+      ],
+      [
+        'b-large-reports',
+        'b-large-reports (same, the report aggregates folding in every 5 s, 2 s behind)',
+        { env: { REPORTS_EVERY_MS: '5000', REPORTS_LAG_MS: '2000' } },
       ],
     ] as const;
     let largeEventsPerS: number | null = null;

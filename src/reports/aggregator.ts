@@ -24,34 +24,61 @@ export interface WindowResult {
 
 /** Folds events with received_at in (from, to] into the aggregates. One statement: every part or none. */
 const FOLD = `
-WITH ev AS MATERIALIZED (
-  SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, event_name, channel,
-         platform_user_id AS user_id, tg, received_at, event_id
+WITH base AS MATERIALIZED (
+  -- One pass over the window, grouped at once by what the reports count: a busy window of a million events
+  -- becomes one row per (day, type, user). Events a report needs one by one (payments, refunds, campaigns)
+  -- keep a row of their own, named by their id.
+  SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, platform_user_id AS user_id,
+         CASE WHEN tg ? 'start_param' OR event_name IN ('successful_payment', 'refunded_payment') THEN event_id END
+           AS special_id,
+         count(*) AS n
   FROM events WHERE received_at > $1 AND received_at <= $2
-), types AS (
+  GROUP BY 1, 2, 3, 4, 5
+), ev AS (
+  -- The few events read one by one, through the unique index.
+  SELECT b.project_id, b.day, b.user_id, e.tg->>'start_param' AS start_param, e.received_at, e.event_id,
+         CASE WHEN e.event_name IN ('successful_payment', 'refunded_payment') AND e.channel = 'bot_api'
+                   AND jsonb_typeof(e.tg->'currency') = 'string' AND jsonb_typeof(e.tg->'total_amount') = 'number'
+              THEN e.event_name END AS payment,
+         e.tg AS pay_tg
+  FROM base b CROSS JOIN LATERAL (
+    SELECT * FROM events e
+    WHERE e.project_id = b.project_id AND e.event_id = b.special_id AND e.received_at > $1 AND e.received_at <= $2
+    LIMIT 1
+  ) e
+  WHERE b.special_id IS NOT NULL), types AS (
+  -- One aggregator at a time (an advisory lock) and no other writer: no row order is needed against deadlocks.
   INSERT INTO report_day_types AS t (project_id, day, event_type, events)
-  SELECT project_id, day, event_type, count(*) FROM ev GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  SELECT project_id, day, event_type, sum(n) FROM base GROUP BY 1, 2, 3
   ON CONFLICT (project_id, day, event_type) DO UPDATE SET events = t.events + excluded.events
   RETURNING 1
 ), active AS (
   INSERT INTO report_active (project_id, day, user_id)
-  SELECT DISTINCT project_id, day, user_id FROM ev WHERE user_id IS NOT NULL ORDER BY 1, 2, 3
+  SELECT project_id, day, user_id FROM base WHERE user_id IS NOT NULL GROUP BY 1, 2, 3
   ON CONFLICT DO NOTHING
   RETURNING project_id, day
+), firsts AS (
+  SELECT project_id, user_id, min(day) AS day FROM base WHERE user_id IS NOT NULL GROUP BY 1, 2
+), campaigns AS (
+  -- Rare: only events that name a campaign are sorted.
+  SELECT project_id, user_id,
+         (array_agg(start_param ORDER BY received_at, event_id))[1] AS first_campaign,
+         (array_agg(start_param ORDER BY received_at DESC, event_id DESC))[1] AS last_campaign
+  FROM ev WHERE start_param IS NOT NULL AND user_id IS NOT NULL GROUP BY 1, 2
 ), cand AS (
-  SELECT project_id, user_id, min(day) AS day,
-         (array_agg(tg->>'start_param' ORDER BY received_at, event_id) FILTER (WHERE tg->>'start_param' IS NOT NULL))[1] AS first_campaign,
-         (array_agg(tg->>'start_param' ORDER BY received_at DESC, event_id DESC) FILTER (WHERE tg->>'start_param' IS NOT NULL))[1] AS last_campaign
-  FROM ev WHERE user_id IS NOT NULL GROUP BY 1, 2
+  SELECT f.project_id, f.user_id, f.day, c.first_campaign, c.last_campaign
+  FROM firsts f LEFT JOIN campaigns c USING (project_id, user_id)
 ), old AS (
   SELECT r.project_id, r.user_id, r.first_day FROM report_users r JOIN cand c USING (project_id, user_id)
 ), users AS (
   INSERT INTO report_users AS r (project_id, user_id, first_day, first_campaign, last_campaign)
-  SELECT project_id, user_id, day, first_campaign, last_campaign FROM cand ORDER BY 1, 2
+  SELECT project_id, user_id, day, first_campaign, last_campaign FROM cand
   ON CONFLICT (project_id, user_id) DO UPDATE SET
     first_day = least(r.first_day, excluded.first_day),
     first_campaign = coalesce(r.first_campaign, excluded.first_campaign),
     last_campaign = coalesce(excluded.last_campaign, r.last_campaign)
+  -- A returning user seen on a later day changes nothing: no new row version.
+  WHERE excluded.first_day < r.first_day OR excluded.first_campaign IS NOT NULL
   RETURNING 1
 ), moves AS (
   -- A new user counts on their first day; one whose history reached back further moves to the earlier day.
@@ -64,7 +91,7 @@ WITH ev AS MATERIALIZED (
   SELECT project_id, day, sum(a), sum(n) FROM (
     SELECT project_id, day, 1 AS a, 0 AS n FROM active
     UNION ALL SELECT project_id, day, 0, n FROM moves
-  ) x GROUP BY 1, 2 ORDER BY 1, 2
+  ) x GROUP BY 1, 2
   ON CONFLICT (project_id, day) DO UPDATE SET
     active_users = d.active_users + excluded.active_users, new_users = d.new_users + excluded.new_users
   RETURNING 1
@@ -73,12 +100,10 @@ WITH ev AS MATERIALIZED (
   INSERT INTO report_payments (project_id, kind, charge_key, currency, amount, day, user_id)
   SELECT DISTINCT ON (project_id, kind, charge_key) project_id, kind, charge_key, currency, amount, day, user_id
   FROM (
-    SELECT project_id, CASE event_name WHEN 'successful_payment' THEN 'payment' ELSE 'refund' END AS kind,
-           coalesce(tg->>'telegram_payment_charge_id', tg->>'provider_payment_charge_id', event_id::text) AS charge_key,
-           tg->>'currency' AS currency, (tg->>'total_amount')::numeric AS amount, day, user_id, received_at
-    FROM ev
-    WHERE event_name IN ('successful_payment', 'refunded_payment') AND channel = 'bot_api'
-      AND jsonb_typeof(tg->'currency') = 'string' AND jsonb_typeof(tg->'total_amount') = 'number'
+    SELECT project_id, CASE payment WHEN 'successful_payment' THEN 'payment' ELSE 'refund' END AS kind,
+           coalesce(pay_tg->>'telegram_payment_charge_id', pay_tg->>'provider_payment_charge_id', event_id::text) AS charge_key,
+           pay_tg->>'currency' AS currency, (pay_tg->>'total_amount')::numeric AS amount, day, user_id, received_at
+    FROM ev WHERE payment IS NOT NULL
   ) p
   ORDER BY project_id, kind, charge_key, received_at
   ON CONFLICT DO NOTHING
@@ -88,13 +113,29 @@ WITH ev AS MATERIALIZED (
   SELECT project_id, day, currency,
          count(*) FILTER (WHERE kind = 'payment'), coalesce(sum(amount) FILTER (WHERE kind = 'payment'), 0),
          count(*) FILTER (WHERE kind = 'refund'), coalesce(sum(amount) FILTER (WHERE kind = 'refund'), 0)
-  FROM pay GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  FROM pay GROUP BY 1, 2, 3
   ON CONFLICT (project_id, day, currency) DO UPDATE SET
     payments = r.payments + excluded.payments, amount = r.amount + excluded.amount,
     refunds = r.refunds + excluded.refunds, refunded_amount = r.refunded_amount + excluded.refunded_amount
   RETURNING 1
 )
-SELECT count(*)::int AS events FROM ev`;
+SELECT coalesce(sum(n), 0)::int AS events FROM base`;
+
+/**
+ * BRIN summarises a block range only when asked (or by autovacuum, a minute or more later); an unsummarised range
+ * matches every query, so without this a window would read every block written since the last vacuum. Asked for
+ * the partitions the window touches, it reads only the blocks written since the last fold.
+ */
+const SUMMARIZE = `
+SELECT count(brin_summarize_new_values(x.indexrelid))::int AS n
+FROM pg_inherits i
+JOIN pg_class p ON p.oid = i.inhrelid
+JOIN pg_index x ON x.indrelid = p.oid
+JOIN pg_class ic ON ic.oid = x.indexrelid
+JOIN pg_am a ON a.oid = ic.relam AND a.amname = 'brin'
+WHERE i.inhparent = 'events'::regclass
+  AND p.relname >= 'events_' || to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY_MM')
+  AND p.relname <= 'events_' || to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY_MM')`;
 
 export class ReportAggregator {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -161,6 +202,12 @@ export class ReportAggregator {
       const fromMs = Date.parse(from);
       if (!(fromMs < until.getTime())) return null;
       const to = new Date(Math.min(until.getTime(), fromMs + this.stepMs)).toISOString();
+      // A window's grouping stays in memory: spilled to disk it cost the fold twice as much (measured).
+      await tx`SET LOCAL work_mem = '64MB'`;
+      // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
+      // 3.6 s against 1.4 s for 900,000 events).
+      await tx`SET LOCAL enable_sort = off`;
+      await tx.unsafe(SUMMARIZE, [from, to]);
       const [row] = await tx.unsafe<{ events: number }[]>(FOLD, [from, to]);
       await tx`UPDATE report_watermark SET received_before = ${to}`;
       return { from, to, events: row!.events };
