@@ -29,6 +29,8 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               events, active and new users per day (default: 30 days)
   report revenue <projectId> [--from <day>] [--to <day>] [--by day]
                                               payments, refunds and net per currency
+  report campaigns <projectId> [--from <day>] [--to <day>]
+                                              new and active users, payers, net revenue per campaign
   plan get <projectId>                        the project's tracking plan
   plan put <projectId> <file>                 set it from a JSON file
   plan delete <projectId>
@@ -156,7 +158,8 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
     case 'token revoke':
       return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
     case 'report daily':
-    case 'report revenue': {
+    case 'report revenue':
+    case 'report campaigns': {
       const q = new URLSearchParams();
       for (const f of ['from', 'to', 'by']) if (flags.has(f)) q.set(f, flags.get(f)!);
       const query = q.size > 0 ? `?${q}` : '';

@@ -1,7 +1,7 @@
-// The admin API's reports: daily activity and revenue, as JSON or (`?format=csv`) the same numbers as CSV.
+// The admin API's reports: daily activity, revenue and campaigns, as JSON or (`?format=csv`) the same numbers as CSV.
 import { HttpError } from '../errors.js';
 import type { HttpServer, Reply, Request } from '../http/server.js';
-import type { DailyRow, ReportStore, RevenueRow } from '../reports/queries.js';
+import type { CampaignRow, DailyRow, ReportStore, RevenueRow } from '../reports/queries.js';
 import { dayRange, type DayRange, toCsv } from '../reports/range.js';
 import { type AdminGuard, found, id } from './api.js';
 import type { AdminStore } from './store.js';
@@ -62,6 +62,20 @@ export function revenueCsv(rows: RevenueRow[]): string {
   );
 }
 
+export function campaignsCsv(rows: CampaignRow[]): string {
+  const currencies = [...new Set(rows.flatMap((r) => r.revenue.map((v) => v.currency)))].sort();
+  return toCsv(
+    ['campaign', 'new_users', 'active_users', 'payers', ...currencies.map((c) => `net_amount_${c}`)],
+    rows.map((r) => [
+      r.campaign,
+      r.newUsers,
+      r.activeUsers,
+      r.payers,
+      ...currencies.map((c) => String(r.revenue.find((v) => v.currency === c)?.netAmount ?? 0)),
+    ]),
+  );
+}
+
 export function mountReports(server: HttpServer, projects: AdminStore, reports: ReportStore, guard: AdminGuard): void {
   const project = async (req: Request) => {
     const projectId = id(req);
@@ -78,6 +92,17 @@ export function mountReports(server: HttpServer, projects: AdminStore, reports: 
         const r = range(q, DEFAULT_DAYS)!;
         const rows = await reports.daily(await project(req), r);
         return f === 'csv' ? csv(`daily-${r.from}-${r.to}`, dailyCsv(rows)) : { status: 200, body: rows };
+      }),
+    )
+    .route(
+      'get',
+      '/admin/projects/:projectId/reports/campaigns',
+      guard(async (req) => {
+        const q = query(req);
+        const f = format(q);
+        const r = range(q, DEFAULT_DAYS)!;
+        const rows = await reports.campaigns(await project(req), r);
+        return f === 'csv' ? csv(`campaigns-${r.from}-${r.to}`, campaignsCsv(rows)) : { status: 200, body: rows };
       }),
     )
     .route(

@@ -341,6 +341,7 @@ CREATE TABLE report_users (
   last_campaign  text,
   PRIMARY KEY (project_id, user_id)
 );
+CREATE INDEX report_users_first_day_idx ON report_users (project_id, first_day);
 -- One row per charge and kind (payment, refund): a charge reported twice counts once.
 CREATE TABLE report_payments (
   project_id uuid NOT NULL,
@@ -352,6 +353,7 @@ CREATE TABLE report_payments (
   user_id    bigint,
   PRIMARY KEY (project_id, kind, charge_key)
 );
+CREATE INDEX report_payments_day_idx ON report_payments (project_id, day);
 CREATE TABLE report_revenue_days (
   project_id      uuid NOT NULL,
   day             date NOT NULL,

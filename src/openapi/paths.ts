@@ -264,6 +264,18 @@ function adminPaths(): Record<string, Obj> {
         success: { 200: okCsv('One row per day, oldest first.', list('DailyReportRow')) },
       }),
     },
+    '/admin/projects/{projectId}/reports/campaigns': {
+      get: adminOp({
+        operationId: 'getCampaignReport',
+        summary: 'New users, active users, payers and net revenue per campaign (first touch)',
+        description:
+          "A user's campaign is the first start_param the service saw for them: `tg.start_param` of a bot_api event (the `/start` payload) or the `start_param` of a webapp session's signed initData. Users without one are under `null`. Over the range: `newUsers` whose earliest stored event falls in it, `activeUsers` with a stored event in it (distinct), `payers` with a payment in it, and net revenue (payments less refunds) per currency. Most new users first, `null` last.",
+        ids: ['ProjectId'],
+        query: reportQuery(30),
+        errors: ['bad_request'],
+        success: { 200: okCsv('One row per campaign.', list('CampaignReportRow')) },
+      }),
+    },
     '/admin/projects/{projectId}/reports/revenue': {
       get: adminOp({
         operationId: 'getRevenueReport',

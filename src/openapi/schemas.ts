@@ -398,6 +398,16 @@ function adminSchemas(): Record<string, Schema> {
       },
       ['currency', ...Object.keys(revenueTotals)],
     ),
+    CampaignReportRow: closed({
+      campaign: { type: ['string', 'null'], description: 'The first start_param; null: none.' },
+      newUsers: count('Users whose earliest stored event falls in the range.'),
+      activeUsers: count('Distinct users with a stored event in the range.'),
+      payers: count('Distinct users with a payment in the range.'),
+      revenue: {
+        type: 'array',
+        items: closed({ currency: { type: 'string' }, netAmount: minor('Payments less refunds.') }),
+      },
+    }),
     DailyReportRow: closed({
       day: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC date of eventDate.' },
       events: count('Stored events of the day.'),

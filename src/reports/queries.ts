@@ -26,6 +26,15 @@ export interface RevenueRow extends RevenueTotals {
   days?: ({ day: string } & RevenueTotals)[];
 }
 
+export interface CampaignRow {
+  /** The users' first start_param; null: users who came without one. */
+  campaign: string | null;
+  newUsers: number;
+  activeUsers: number;
+  payers: number;
+  revenue: { currency: string; netAmount: number | string }[];
+}
+
 /** Amounts are sums of integers in minor units: a number while exact, else its digits. */
 const amount = (v: string): number | string => (Number.isSafeInteger(Number(v)) ? Number(v) : v);
 
@@ -64,6 +73,10 @@ export class ReportStore {
     return [...rows.values()];
   }
 
+  campaigns(projectId: string, range: DayRange): Promise<CampaignRow[]> {
+    return campaignRows(this.sql, projectId, range);
+  }
+
   /** Per currency; `range` null: every day. */
   async revenue(projectId: string, range: DayRange | null, byDay: boolean): Promise<RevenueRow[]> {
     const rows = await this.sql<
@@ -89,6 +102,51 @@ export class ReportStore {
       return row;
     });
   }
+}
+
+/** Campaigns by first touch: every figure of a user is filed under the first campaign the service saw for them. */
+async function campaignRows(sql: Sql, projectId: string, range: DayRange): Promise<CampaignRow[]> {
+  const [fresh, active, paid, revenue] = await Promise.all([
+    sql<{ campaign: string | null; n: string }[]>`
+      SELECT first_campaign AS campaign, count(*)::text AS n FROM report_users
+      WHERE project_id = ${projectId} AND first_day BETWEEN ${range.from} AND ${range.to} GROUP BY 1`,
+    // Exact distinct users over the range: its cost grows with the active user-days of the range.
+    sql<{ campaign: string | null; n: string }[]>`
+      SELECT u.first_campaign AS campaign, count(DISTINCT a.user_id)::text AS n
+      FROM report_active a JOIN report_users u ON u.project_id = a.project_id AND u.user_id = a.user_id
+      WHERE a.project_id = ${projectId} AND a.day BETWEEN ${range.from} AND ${range.to} GROUP BY 1`,
+    sql<{ campaign: string | null; n: string }[]>`
+      SELECT u.first_campaign AS campaign, count(DISTINCT p.user_id)::text AS n
+      FROM report_payments p LEFT JOIN report_users u ON u.project_id = p.project_id AND u.user_id = p.user_id
+      WHERE p.project_id = ${projectId} AND p.kind = 'payment' AND p.day BETWEEN ${range.from} AND ${range.to}
+        AND p.user_id IS NOT NULL
+      GROUP BY 1`,
+    sql<{ campaign: string | null; currency: string; net: string }[]>`
+      SELECT u.first_campaign AS campaign, p.currency,
+             (coalesce(sum(p.amount) FILTER (WHERE p.kind = 'payment'), 0)
+              - coalesce(sum(p.amount) FILTER (WHERE p.kind = 'refund'), 0))::text AS net
+      FROM report_payments p LEFT JOIN report_users u ON u.project_id = p.project_id AND u.user_id = p.user_id
+      WHERE p.project_id = ${projectId} AND p.day BETWEEN ${range.from} AND ${range.to}
+      GROUP BY 1, 2 ORDER BY 2`,
+  ]);
+  const rows = new Map<string | null, CampaignRow>();
+  const row = (campaign: string | null) => {
+    let r = rows.get(campaign);
+    if (r === undefined) {
+      r = { campaign, newUsers: 0, activeUsers: 0, payers: 0, revenue: [] };
+      rows.set(campaign, r);
+    }
+    return r;
+  };
+  for (const f of fresh) row(f.campaign).newUsers = Number(f.n);
+  for (const a of active) row(a.campaign).activeUsers = Number(a.n);
+  for (const p of paid) row(p.campaign).payers = Number(p.n);
+  for (const v of revenue)
+    row(v.campaign).revenue.push({ currency: v.currency, netAmount: amount(v.net.split('.')[0]!) });
+  // Most new users first; the users without a campaign last.
+  return [...rows.values()].sort((a, b) =>
+    a.campaign === null ? 1 : b.campaign === null ? -1 : b.newUsers - a.newUsers || (a.campaign < b.campaign ? -1 : 1),
+  );
 }
 
 function totals(list: { payments: string; amount: string; refunds: string; refunded: string }[]): RevenueTotals {

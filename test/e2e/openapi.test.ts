@@ -780,6 +780,16 @@ describe('admin API', () => {
       200,
     );
     expect(daily.body).toMatchObject([{ day: '2026-11-22', events: 2, activeUsers: 1, newUsers: 1 }]);
+    const campaigns = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/campaigns',
+      `/admin/projects/${projectId}/reports/campaigns?from=2026-11-22&to=2026-11-22`,
+      undefined,
+      200,
+    );
+    expect(campaigns.body).toEqual([
+      { campaign: null, newUsers: 1, activeUsers: 1, payers: 1, revenue: [{ currency: 'USD', netAmount: 500 }] },
+    ]);
     await adminCall(
       'GET',
       '/admin/projects/{projectId}/reports/daily',
@@ -1337,6 +1347,7 @@ const ROUTES = [
   'PATCH /admin/projects/{projectId}',
   'GET /admin/projects/{projectId}/usage',
   'GET /admin/projects/{projectId}/reports/daily',
+  'GET /admin/projects/{projectId}/reports/campaigns',
   'GET /admin/projects/{projectId}/reports/revenue',
   'GET /admin/projects/{projectId}/stats',
   'GET /admin/projects/{projectId}/bots',

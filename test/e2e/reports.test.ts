@@ -23,6 +23,8 @@ interface Sent {
   platformUserId: string;
   propsString?: Record<string, string>;
   propsLong?: Record<string, number>;
+  /** webapp: the signed start_param of the session. */
+  campaign?: string;
 }
 
 /** Every event the service stored, as this test knows it: the model the expected numbers come from. */
@@ -89,6 +91,60 @@ function expectedDaily(from: string, to: string) {
     });
   }
   return rows;
+}
+
+/** The campaigns report as this test computes it from `stored`: first touch, payments once per charge. */
+function expectedCampaigns(from: string, to: string) {
+  const inRange = (e: Sent) => e.eventDate.slice(0, 10) >= from && e.eventDate.slice(0, 10) <= to;
+  const first = new Map<string, string>();
+  const firstDay = new Map<string, string>();
+  for (const e of stored) {
+    const c = e.campaign ?? e.propsString?.['tg.start_param'];
+    if (c !== undefined && !first.has(e.platformUserId)) first.set(e.platformUserId, c);
+    const d = e.eventDate.slice(0, 10);
+    if (!firstDay.has(e.platformUserId) || d < firstDay.get(e.platformUserId)!) firstDay.set(e.platformUserId, d);
+  }
+  const rows = new Map<
+    string | null,
+    {
+      campaign: string | null;
+      newUsers: number;
+      activeUsers: number;
+      payers: number;
+      revenue: { currency: string; netAmount: number }[];
+    }
+  >();
+  const row = (u: string) => {
+    const c = first.get(u) ?? null;
+    if (!rows.has(c)) rows.set(c, { campaign: c, newUsers: 0, activeUsers: 0, payers: 0, revenue: [] });
+    return rows.get(c)!;
+  };
+  for (const [u, d] of firstDay) if (d >= from && d <= to) row(u).newUsers++;
+  for (const u of new Set(stored.filter(inRange).map((e) => e.platformUserId))) row(u).activeUsers++;
+  const charges = new Map<string, Sent>();
+  for (const e of stored) {
+    const charge = e.propsString?.['tg.telegram_payment_charge_id'];
+    if (charge !== undefined && !charges.has(`${e.eventName}:${charge}`)) charges.set(`${e.eventName}:${charge}`, e);
+  }
+  const payments = [...charges.values()].filter(inRange);
+  for (const u of new Set(payments.filter((e) => e.eventName === 'successful_payment').map((e) => e.platformUserId)))
+    row(u).payers++;
+  for (const e of payments) {
+    const r = row(e.platformUserId);
+    const currency = e.propsString!['tg.currency']!;
+    let line = r.revenue.find((v) => v.currency === currency);
+    if (line === undefined) r.revenue.push((line = { currency, netAmount: 0 }));
+    line.netAmount += (e.eventName === 'refunded_payment' ? -1 : 1) * e.propsLong!['tg.total_amount']!;
+  }
+  return [...rows.values()]
+    .filter((r) => r.newUsers + r.activeUsers + r.payers + r.revenue.length > 0)
+    .sort((a, b) =>
+      a.campaign === null
+        ? 1
+        : b.campaign === null
+          ? -1
+          : b.newUsers - a.newUsers || (a.campaign < b.campaign ? -1 : 1),
+    );
 }
 
 beforeAll(async () => {
@@ -183,7 +239,20 @@ describe('reports', () => {
       },
     });
     expect(w.status).toBe(202);
+    stored.push({ ...ev('1005', '2026-11-03T11:00:00Z', { eventType: 'interaction' }), campaign: 'tiktok_q4' });
     await expect.poll(() => campaign('1005'), { timeout: 10_000 }).toEqual(['tiktok_q4', 'tiktok_q4']);
+
+    const want = expectedCampaigns('2026-10-15', '2026-11-03');
+    expect(want).toEqual([
+      { campaign: 'spring', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: 'tiktok_q4', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: null, newUsers: 3, activeUsers: 3, payers: 2, revenue: [{ currency: 'XTR', netAmount: 100 }] },
+    ]);
+    expect(await report('campaigns?from=2026-10-15&to=2026-11-03')).toEqual(want);
+    // A range that leaves out the first days: users active then, but not new.
+    expect(await report('campaigns?from=2026-11-03&to=2026-11-03')).toEqual(
+      expectedCampaigns('2026-11-03', '2026-11-03'),
+    );
   });
 
   it('answers CSV with the same numbers', async () => {
