@@ -5,7 +5,7 @@
 
 STAMP := node_modules/.installed
 
-$(STAMP): package.json package-lock.json
+$(STAMP): package.json package-lock.json scripts/patch-postgres.mjs
 	npm ci --no-audit --no-fund
 	@touch $@
 

@@ -1,6 +1,7 @@
 // The admin web page at /admin/: static files, no build step, fed by the admin API.
 // The files live in src/admin/page/ (tsc does not copy them into dist) and are read once at mount.
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { HttpServer, Reply } from '../http/server.js';
 
 /** The page's ES modules, by section; admin.js is the entry, the others its imports. */
@@ -17,13 +18,21 @@ export const PAGE_MODULES = [
   'quarantine.js',
   'counts.js',
   'live.js',
+  'reports.js',
 ] as const;
+
+/** Files of libraries the page loads, served from node_modules under names of the page's own. */
+const VENDOR: Record<string, { file: string; type: string }> = {
+  'uplot.js': { file: 'uplot/dist/uPlot.esm.js', type: 'text/javascript; charset=utf-8' },
+  'uplot.css': { file: 'uplot/dist/uPlot.min.css', type: 'text/css; charset=utf-8' },
+};
 
 /** Asset name → Content-Type; served under /admin/page/, which no API route uses. */
 export const PAGE_ASSETS: Record<string, string> = {
   ...Object.fromEntries(PAGE_MODULES.map((m) => [m, 'text/javascript; charset=utf-8'])),
   'admin.css': 'text/css; charset=utf-8',
   'icon.svg': 'image/svg+xml',
+  ...Object.fromEntries(Object.entries(VENDOR).map(([name, v]) => [name, v.type])),
 };
 
 // Everything from our own origin, nothing inline: data inserted into the page can never run.
@@ -56,8 +65,18 @@ export function mountAdminPage(server: HttpServer): void {
   const index = file('index.html', 'text/html; charset=utf-8');
   // The same page on both: the server's status table has no 3xx, and index.html uses absolute asset URLs.
   server.route('get', '/admin/', () => index).route('get', '/admin', () => index);
+  const require = createRequire(import.meta.url);
   for (const [name, type] of Object.entries(PAGE_ASSETS)) {
-    const reply = file(name, type);
+    const vendor = VENDOR[name];
+    const reply =
+      vendor === undefined
+        ? file(name, type)
+        : {
+            status: 200,
+            contentType: type,
+            headers: HEADERS,
+            body: readFileSync(require.resolve(vendor.file), 'utf8'),
+          };
     server.route('get', `/admin/page/${name}`, () => reply);
   }
 }

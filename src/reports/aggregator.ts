@@ -9,7 +9,8 @@ import type { Logger } from '../log.js';
 const LOCK_KEY = 7_240_311_909;
 const TARGET_ROWS = 100_000;
 const MIN_STEP_MS = 1000;
-const MAX_STEP_MS = 31 * 86_400_000;
+/** A window never spans more than this, however sparse the events: a dense stretch after it stays bounded. */
+const MAX_STEP_MS = 3_600_000;
 
 export interface AggregatorOptions {
   everyMs: number;
@@ -26,19 +27,22 @@ export interface WindowResult {
 const FOLD = `
 WITH base AS MATERIALIZED (
   -- One pass over the window, grouped at once by what the reports count: a busy window of a million events
-  -- becomes one row per (day, type, user). Events a report needs one by one (payments, refunds, campaigns)
-  -- keep a row of their own, named by their id.
+  -- becomes one row per (day, type, user), and per campaign the user named in it (a mini-app session opened
+  -- through a link names one on every event: a group, not a row each). Payments and refunds keep a row of
+  -- their own, named by their id.
   SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, platform_user_id AS user_id,
-         CASE WHEN tg ? 'start_param' OR event_name IN ('successful_payment', 'refunded_payment') THEN event_id END
-           AS special_id,
-         count(*) AS n
+         left(tg->>'start_param', 256) AS start_param,
+         CASE WHEN event_name IN ('successful_payment', 'refunded_payment') THEN event_id END AS special_id,
+         count(*) AS n,
+         min(received_at) FILTER (WHERE tg ? 'start_param') AS first_at,
+         max(received_at) FILTER (WHERE tg ? 'start_param') AS last_at
   FROM events WHERE received_at > $1 AND received_at <= $2
-  GROUP BY 1, 2, 3, 4, 5
+  GROUP BY 1, 2, 3, 4, 5, 6
 ), ev AS (
-  -- The few events read one by one, through the unique index.
-  SELECT b.project_id, b.day, b.user_id, e.tg->>'start_param' AS start_param, e.received_at, e.event_id,
+  -- The few payments and refunds, read one by one through the unique index.
+  SELECT b.project_id, b.day, b.user_id, e.received_at, e.event_id,
          CASE WHEN e.event_name IN ('successful_payment', 'refunded_payment') AND e.channel = 'bot_api'
-                   AND jsonb_typeof(e.tg->'currency') = 'string' AND jsonb_typeof(e.tg->'total_amount') = 'number'
+                   AND e.tg->>'currency' ~ '^[A-Z]{3}$' AND jsonb_typeof(e.tg->'total_amount') = 'number'
               THEN e.event_name END AS payment,
          e.tg AS pay_tg
   FROM base b CROSS JOIN LATERAL (
@@ -46,7 +50,8 @@ WITH base AS MATERIALIZED (
     WHERE e.project_id = b.project_id AND e.event_id = b.special_id AND e.received_at > $1 AND e.received_at <= $2
     LIMIT 1
   ) e
-  WHERE b.special_id IS NOT NULL), types AS (
+  WHERE b.special_id IS NOT NULL
+), types AS (
   -- One aggregator at a time (an advisory lock) and no other writer: no row order is needed against deadlocks.
   INSERT INTO report_day_types AS t (project_id, day, event_type, events)
   SELECT project_id, day, event_type, sum(n) FROM base GROUP BY 1, 2, 3
@@ -60,11 +65,11 @@ WITH base AS MATERIALIZED (
 ), firsts AS (
   SELECT project_id, user_id, min(day) AS day FROM base WHERE user_id IS NOT NULL GROUP BY 1, 2
 ), campaigns AS (
-  -- Rare: only events that name a campaign are sorted.
+  -- The campaign seen first and the one seen last in the window, per user (ties: the smaller name).
   SELECT project_id, user_id,
-         (array_agg(start_param ORDER BY received_at, event_id))[1] AS first_campaign,
-         (array_agg(start_param ORDER BY received_at DESC, event_id DESC))[1] AS last_campaign
-  FROM ev WHERE start_param IS NOT NULL AND user_id IS NOT NULL GROUP BY 1, 2
+         (array_agg(start_param ORDER BY first_at, start_param))[1] AS first_campaign,
+         (array_agg(start_param ORDER BY last_at DESC, start_param))[1] AS last_campaign
+  FROM base WHERE start_param IS NOT NULL AND user_id IS NOT NULL GROUP BY 1, 2
 ), cand AS (
   SELECT f.project_id, f.user_id, f.day, c.first_campaign, c.last_campaign
   FROM firsts f LEFT JOIN campaigns c USING (project_id, user_id)
@@ -100,10 +105,18 @@ WITH base AS MATERIALIZED (
   INSERT INTO report_payments (project_id, kind, charge_key, currency, amount, day, user_id)
   SELECT DISTINCT ON (project_id, kind, charge_key) project_id, kind, charge_key, currency, amount, day, user_id
   FROM (
-    SELECT project_id, CASE payment WHEN 'successful_payment' THEN 'payment' ELSE 'refund' END AS kind,
-           coalesce(pay_tg->>'telegram_payment_charge_id', pay_tg->>'provider_payment_charge_id', event_id::text) AS charge_key,
-           pay_tg->>'currency' AS currency, (pay_tg->>'total_amount')::numeric AS amount, day, user_id, received_at
-    FROM ev WHERE payment IS NOT NULL
+    -- A charge id is a btree key: one longer than 256 bytes is kept as its SHA-256 (as billing keys are), so no
+    -- string a client sends can make the row too large for the index and stop the reports of every project.
+    SELECT project_id, kind, currency, amount, day, user_id, received_at,
+           CASE WHEN octet_length(raw_key) > 256 THEN 'sha256:' || encode(sha256(convert_to(raw_key, 'UTF8')), 'hex')
+                ELSE raw_key END AS charge_key
+    FROM (
+      SELECT project_id, CASE payment WHEN 'successful_payment' THEN 'payment' ELSE 'refund' END AS kind,
+             coalesce(pay_tg->>'telegram_payment_charge_id', pay_tg->>'provider_payment_charge_id', event_id::text)
+               AS raw_key,
+             pay_tg->>'currency' AS currency, (pay_tg->>'total_amount')::numeric AS amount, day, user_id, received_at
+      FROM ev WHERE payment IS NOT NULL
+    ) r
   ) p
   ORDER BY project_id, kind, charge_key, received_at
   ON CONFLICT DO NOTHING
@@ -142,6 +155,7 @@ export class ReportAggregator {
   private stepMs = 60_000;
   private running: Promise<void> | null = null;
   private stopped = false;
+  private failures = 0;
   /** The watermark this instance last saw move (for /metrics and logs). */
   lastWatermark: Date | null = null;
 
@@ -165,7 +179,16 @@ export class ReportAggregator {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.catchUp()
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'report aggregation failed'))
+        .then(() => {
+          this.failures = 0;
+        })
+        .catch((err: unknown) => {
+          // Smaller windows next time: a window too big for its transaction is split until it passes.
+          this.failures++;
+          this.stepMs = Math.max(MIN_STEP_MS, this.stepMs / 4);
+          const level = this.failures >= 5 ? 'error' : 'warn';
+          this.log[level]({ err: (err as Error).message, failures: this.failures }, 'report aggregation failed');
+        })
         .finally(() => {
           this.running = null;
           this.schedule(this.opts.everyMs);
@@ -175,6 +198,17 @@ export class ReportAggregator {
   }
 
   /** Windows until the watermark is within a step of now − lag (or another instance holds the lock). */
+  private async summarize(from: string, to: string): Promise<void> {
+    await this.sql
+      .begin(async (tx) => {
+        await tx`SET LOCAL lock_timeout = '200ms'`;
+        await tx.unsafe(SUMMARIZE, [from, to]);
+      })
+      .catch((err: unknown) =>
+        this.log.debug({ err: (err as Error).message }, 'BRIN summaries skipped this time (vacuum holds the index)'),
+      );
+  }
+
   async catchUp(): Promise<void> {
     for (;;) {
       const w = await this.fold();
@@ -184,30 +218,48 @@ export class ReportAggregator {
   }
 
   /** One window; null when another instance holds the lock or there is nothing new to close. */
-  async fold(now = Date.now()): Promise<WindowResult | null> {
-    const until = new Date(now - this.opts.lagMs);
+  async fold(): Promise<WindowResult | null> {
     const result = (await this.sql.begin(async (tx) => {
       const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`;
       if (!lock?.ok) return null;
-      const [wm] = await tx<{ at: string }[]>`SELECT received_before::text AS at FROM report_watermark FOR UPDATE`;
-      let from = wm!.at;
+      // The database's clock, not this instance's: every instance's requests are judged by one clock.
+      const [wm] = await tx<{ at: number | null; now: number }[]>`
+        SELECT CASE WHEN received_before = '-infinity' THEN NULL
+                    ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
+               (extract(epoch FROM now()) * 1000)::float8 AS now
+        FROM report_watermark FOR UPDATE`;
+      const until = new Date(wm!.now - this.opts.lagMs);
+      let from = wm!.at === null ? '-infinity' : new Date(wm!.at).toISOString();
       if (from === '-infinity') {
-        // The first run: from the oldest partition's start (a bound, not a scan of the rows).
-        const [oldest] = await tx<{ start: Date | null }[]>`
-          SELECT (min(to_date(substr(c.relname, 8), 'YYYY_MM'))::timestamp AT TIME ZONE 'UTC') AS start
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-          WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$'`;
-        from = new Date((oldest?.start ?? until).getTime() - 1).toISOString();
+        // The first run: from the oldest stored event (the oldest partition that holds one, read once), or, with
+        // none, from now on. Stepping through empty months in hour-long windows would keep the database busy.
+        const parts = await tx<{ name: string }[]>`
+          SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$' ORDER BY 1`;
+        let oldest: Date | null = null;
+        for (const { name } of parts) {
+          const [m] = await tx.unsafe<{ at: Date | null }[]>(`SELECT min(received_at) AS at FROM ${name}`);
+          if (m?.at) {
+            oldest = m.at;
+            break;
+          }
+        }
+        from = new Date((oldest ?? until).getTime() - 1).toISOString();
+        if (oldest === null) {
+          await tx`UPDATE report_watermark SET received_before = ${from}`;
+          return null;
+        }
       }
       const fromMs = Date.parse(from);
       if (!(fromMs < until.getTime())) return null;
       const to = new Date(Math.min(until.getTime(), fromMs + this.stepMs)).toISOString();
+      // BRIN summaries in a short transaction of their own, never waiting: its lock would hold off vacuum.
+      await this.summarize(from, to);
       // A window's grouping stays in memory: spilled to disk it cost the fold twice as much (measured).
       await tx`SET LOCAL work_mem = '64MB'`;
       // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
       // 3.6 s against 1.4 s for 900,000 events).
       await tx`SET LOCAL enable_sort = off`;
-      await tx.unsafe(SUMMARIZE, [from, to]);
       const [row] = await tx.unsafe<{ events: number }[]>(FOLD, [from, to]);
       await tx`UPDATE report_watermark SET received_before = ${to}`;
       return { from, to, events: row!.events };

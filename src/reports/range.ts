@@ -53,8 +53,9 @@ export function daysOf(r: DayRange): string[] {
 export function toCsv(header: string[], rows: (string | number | null)[][]): string {
   const cell = (v: string | number | null) => {
     const s = v === null ? '' : String(v);
-    // A leading = + - @ is read as a formula by spreadsheets: a quote mark makes it text.
-    const safe = /^[=+\-@\t\r]/.test(s) && typeof v === 'string' ? `'${s}` : s;
+    // A leading = + - @ is read as a formula by spreadsheets: a quote mark makes it text (an integer, such as a
+    // negative net amount, stays a number).
+    const safe = typeof v === 'string' && /^[=+\-@\t\r]/.test(s) && !/^-?\d+$/.test(s) ? `'${s}` : s;
     return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
   };
   return `${[header, ...rows].map((r) => r.map(cell).join(',')).join('\r\n')}\r\n`;

@@ -1,6 +1,6 @@
 // The admin page at /admin/ driven in headless Chromium: every step goes through the UI, and its
 // effect is checked over HTTP the way a bot backend would see it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
@@ -461,7 +461,8 @@ describe('admin page', () => {
       await expect.poll(() => editor.isEnabled()).toBe(true);
       expect(JSON.parse(await editor.inputValue())).toEqual({ mode: 'warn', unplannedEvents: 'allow', events: {} });
       expect(await byTestId('plan-none').isVisible()).toBe(true);
-      expect(await byTestId('plan-delete').isDisabled()).toBe(true);
+      // Nothing to delete: no button at all, rather than a faded one.
+      expect(await byTestId('plan-delete').count()).toBe(0);
 
       // Not JSON: said at once, and nothing is sent.
       await editor.fill('{"mode": "block", events: {}}');
@@ -815,6 +816,98 @@ describe('admin page', () => {
     } finally {
       page.off('websocket', onSocket);
     }
+    expect(pageProblems).toEqual([]);
+  }, 60_000);
+
+  it('reports: charts, totals and campaigns match the API, a range can be chosen, CSV downloads, sections are linkable', async () => {
+    const own = await provision(srv.url);
+    const day = (back: number) => new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
+    const at = (back: number, hh = '10') => `${day(back)}T${hh}:00:00Z`;
+    const start = (user: string, back: number, param: string) =>
+      serverEvent({
+        platformUserId: user,
+        eventDate: at(back),
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': param },
+      });
+    const pay = (user: string, back: number, name: string, amount: number) =>
+      serverEvent({
+        platformUserId: user,
+        eventDate: at(back, '12'),
+        eventOrigin: 'platform',
+        eventType: 'payment',
+        eventName: name,
+        propsString: { 'tg.currency': 'XTR', 'tg.telegram_payment_charge_id': 'ch-1' },
+        propsLong: { 'tg.total_amount': amount },
+      });
+    const events = [
+      start('2001', 5, 'spring'),
+      serverEvent({ platformUserId: '2001', eventDate: at(4), eventType: 'interaction' }),
+      start('2002', 3, 'autumn'),
+      serverEvent({ platformUserId: '2003', eventDate: at(2) }),
+      pay('2001', 2, 'successful_payment', 250),
+      pay('2001', 1, 'refunded_payment', 100),
+    ];
+    expect((await postBotApi(srv.url, own.token, { events })).status).toBe(202);
+    const q = `from=${day(29)}&to=${day(0)}`;
+    const report = async (r: string) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/${r}`)).body;
+    await expect
+      .poll(async () => (await report(`daily?${q}`)).reduce((n: number, d: { events: number }) => n + d.events, 0), {
+        timeout: 10_000,
+      })
+      .toBe(events.length);
+    const daily = await report(`daily?${q}`);
+    const campaigns = await report(`campaigns?${q}`);
+
+    await openProject(own.projectId);
+    await expect.poll(() => byTestId('reports-status').textContent()).toContain(`${day(29)} to ${day(0)}`);
+    const sum = (k: 'events' | 'newUsers') => daily.reduce((n: number, d: Record<string, number>) => n + d[k]!, 0);
+    expect(await byTestId('report-events-total').getAttribute('data-value')).toBe(String(sum('events')));
+    expect(await byTestId('report-users-total').getAttribute('data-value')).toBe(String(sum('newUsers')));
+    expect(await page.locator('[data-testid="report-events"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="report-users"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="report-revenue"] canvas').count()).toBeGreaterThan(0);
+    expect(await byTestId('report-revenue-net').textContent()).toMatch(/^XTR net (150 XTR|⭐ 150)$/);
+    expect(await attrs(byTestId('campaign-row'), 'data-campaign')).toEqual(
+      campaigns.map((c: { campaign: string | null }) => c.campaign ?? ''),
+    );
+    const cells = await byTestId('campaign-new').allTextContents();
+    expect(cells).toEqual(campaigns.map((c: { newUsers: number }) => String(c.newUsers)));
+    expect(await byTestId('campaign-payers').allTextContents()).toEqual(
+      campaigns.map((c: { payers: number }) => String(c.payers)),
+    );
+
+    // A shorter range: fewer days, the same kind of numbers.
+    await byTestId('report-days').selectOption('7');
+    await expect.poll(() => byTestId('reports-status').textContent()).toContain(`${day(6)} to ${day(0)}`);
+    const week = await report(`daily?from=${day(6)}&to=${day(0)}`);
+    expect(await byTestId('report-events-total').getAttribute('data-value')).toBe(
+      String(week.reduce((n: number, d: { events: number }) => n + d.events, 0)),
+    );
+
+    // The CSV of what is shown, as the API makes it.
+    const [download] = await Promise.all([page.waitForEvent('download'), byTestId('report-csv-daily').click()]);
+    const csv = readFileSync((await download.path())!, 'utf8');
+    const api = await fetch(
+      `${srv.url}/admin/projects/${own.projectId}/reports/daily?from=${day(6)}&to=${day(0)}&format=csv`,
+      {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      },
+    );
+    expect(csv).toBe(await api.text());
+    expect(download.suggestedFilename()).toBe(`daily-${day(6)}-${day(0)}.csv`);
+
+    // DOCS_SCREENSHOT=1: the picture in docs/admin-api.md.
+    if (process.env.DOCS_SCREENSHOT) {
+      mkdirSync('docs/images', { recursive: true });
+      await page.evaluate('window.scrollTo(0, 0)');
+      await byTestId('reports').screenshot({ path: 'docs/images/reports.png' });
+    }
+    // Sections are a link away.
+    await page.locator('[data-testid="section-nav"] a[data-section="quarantine"]').click();
+    expect(new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=quarantine`);
     expect(pageProblems).toEqual([]);
   }, 60_000);
 });

@@ -255,6 +255,24 @@ describe('reports', () => {
     );
   });
 
+  it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
+    const other = await provision(srv.url);
+    const huge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');
+    const poison = payment('3001', '2026-11-05T10:00:00Z', huge, 700);
+    expect((await postBotApi(srv.url, other.token, { events: [poison] })).status).toBe(202);
+    const after = ev('3002', '2026-11-05T11:00:00Z');
+    expect((await postBotApi(srv.url, other.token, { events: [after] })).status).toBe(202);
+    const revenue = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/revenue`)).body;
+    await expect
+      .poll(revenue, { timeout: 10_000 })
+      .toEqual([{ currency: 'XTR', totalAmount: 700, refundedAmount: 0, netAmount: 700, payments: 1, refunds: 0 }]);
+    const day = (
+      await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-05&to=2026-11-05`)
+    ).body;
+    expect(day[0]).toMatchObject({ events: 2, activeUsers: 2 });
+  });
+
   it('answers CSV with the same numbers', async () => {
     const r = await fetch(
       `${srv.url}/admin/projects/${p.projectId}/reports/daily?from=2026-11-01&to=2026-11-02&format=csv`,

@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page, its entry: empty views to start from, then the stored sign-in. Every section is a
-// module of its own (core, api, signin, projects, bots, tokens, confirm, plan, quarantine, live, counts),
+// module of its own (core, api, signin, projects, bots, tokens, confirm, plan, quarantine, live, counts, reports),
 // type-checked by tsconfig.page.json; data reaches the DOM through textContent and setAttribute only.
 import { $, STORAGE_KEY } from './core.js';
 import { ApiError, describe } from './api.js';
@@ -8,11 +8,13 @@ import { showLoginError, signIn, signOut } from './signin.js';
 import { resetPlan } from './plan.js';
 import { resetQuarantine } from './quarantine.js';
 import { resetWatch } from './live.js';
+import { resetReports } from './reports.js';
 
 // Empty views to start from: their handlers can then assume a state.
 resetPlan();
 resetQuarantine();
 resetWatch();
+resetReports();
 
 (async () => {
   const token = sessionStorage.getItem(STORAGE_KEY);

@@ -10,6 +10,11 @@ import { busy } from './api.js';
  */
 export function confirmable(slot, o) {
   const show = () => {
+    // Nothing to act on (no plan to delete): no button, rather than a faded one.
+    if (o.hidden?.()) {
+      slot.replaceChildren();
+      return;
+    }
     const button = el('button', { type: 'button', class: 'danger', 'data-testid': o.testid }, o.label());
     button.disabled = o.disabled();
     button.addEventListener('click', () => {

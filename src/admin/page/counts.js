@@ -146,7 +146,7 @@ const KNOWN_CURRENCIES =
  * 1999 USD is $19.99. The split into units and fraction is BigInt arithmetic, so a string loses no
  * digit; Intl only lays the parts out. Stars, unknown and invalid codes read "1,999 XTR".
  */
-function formatMoney(amount, currency) {
+export function formatMoney(amount, currency) {
   const valid =
     typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
   if (!valid) return `${String(amount)} ${currency}`;

@@ -188,7 +188,8 @@ $('plan-revert').addEventListener('click', () => {
 const showPlanDelete = confirmable($('plan-delete-slot'), {
   testid: 'plan-delete',
   label: () => 'Delete plan',
-  disabled: () => state.plan === null,
+  disabled: () => false,
+  hidden: () => state.plan === null,
   question: () => 'Delete the plan? Events are then checked against the contract only.',
   yes: 'Yes, delete',
   run: async () => {

@@ -7,6 +7,7 @@ import { loadPlan, resetPlan } from './plan.js';
 import { loadQuarantine, resetQuarantine } from './quarantine.js';
 import { resetWatch } from './live.js';
 import { resetLive, startLive } from './counts.js';
+import { loadReports, resetReports } from './reports.js';
 
 const allowanceText = (a) => (a === null || a === undefined ? 'unlimited' : `${fmt(a)} events / month`);
 
@@ -82,13 +83,33 @@ export function selectProject(projectId) {
   resetWatch();
   resetQuarantine();
   resetPlan();
+  resetReports();
   state.bots = [];
   renderBots();
   loadBots();
   loadPlan();
   loadQuarantine();
+  loadReports();
   startLive();
+  const section = /[#&]section=([a-z]+)/.exec(location.hash)?.[1];
+  if (section !== undefined) goToSection(section);
 }
+
+/** Scrolls to a section of the project and names it in the URL, so the link opens it again. */
+export function goToSection(name) {
+  const target = document.getElementById(`section-${name}`);
+  if (target === null || state.projectId === null) return;
+  history.replaceState(null, '', `#project=${state.projectId}&section=${name}`);
+  for (const a of document.querySelectorAll('.section-nav a'))
+    a.setAttribute('aria-current', a.getAttribute('data-section') === name ? 'true' : 'false');
+  target.scrollIntoView({ block: 'start' });
+}
+
+for (const a of document.querySelectorAll('.section-nav a'))
+  a.addEventListener('click', (e) => {
+    e.preventDefault();
+    goToSection(a.getAttribute('data-section') ?? '');
+  });
 
 $('allowance-form').addEventListener('submit', async (e) => {
   e.preventDefault();

@@ -207,10 +207,10 @@ function quarantineRow(item) {
     el('td', { 'data-label': 'Event id' }, view),
     el(
       'td',
-      { 'data-label': 'Event', 'data-testid': 'quarantine-name' },
+      { class: 'token', 'data-label': 'Event', 'data-testid': 'quarantine-name', title: name ?? undefined },
       name ?? (item.truncated ? el('span', { class: 'badge warn' }, 'truncated') : el('span', { class: 'muted' }, '—')),
     ),
-    el('td', { 'data-label': 'Channel' }, item.channel),
+    el('td', { class: 'token', 'data-label': 'Channel' }, item.channel),
     el('td', { 'data-label': 'Codes', 'data-testid': 'quarantine-codes' }, codeList(item.diagnostics)),
   );
 }

@@ -23,7 +23,7 @@ export async function signIn(token) {
   $('sign-out').hidden = false;
   state.projects = projects;
   renderProjects();
-  const wanted = /^#project=([0-9a-f-]{36})$/i.exec(location.hash);
+  const wanted = /^#project=([0-9a-f-]{36})(?:&section=[a-z]+)?$/i.exec(location.hash);
   const remembered = sessionStorage.getItem(PROJECT_KEY);
   const byId = (id) => (id ? projects.find((p) => p.projectId === id.toLowerCase()) : undefined);
   // A link names a project on purpose; else the one this tab had open; a lone project needs no choosing.

@@ -1,0 +1,224 @@
+// @ts-check
+// The admin page: the reports view. Events per day stacked by type, active and new users per day, net revenue per
+// day per currency, and the campaigns table, over 7, 30 or 90 days or a chosen range; each with a CSV download of
+// the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
+// it styles through the CSSOM, which the page's Content-Security-Policy allows.
+import { $, el, fmt, STORAGE_KEY, state } from './core.js';
+import { api, ApiError, describe, isSignedOutError } from './api.js';
+import { formatMoney } from './counts.js';
+// @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page.ts); typed loosely here.
+import uPlot from './uplot.js';
+
+const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'];
+const COLORS = ['#1f6feb', '#2da44e', '#bf8700', '#8250df', '#cf222e', '#1b7c83', '#e16f24', '#6e7781', '#a40e26'];
+const DAY_S = 86_400;
+/** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
+const DAY_AXIS = {
+  incrs: [DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 28 * DAY_S, 91 * DAY_S],
+  values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)),
+};
+
+/** The charts on screen, destroyed before new ones are drawn. */
+let charts = [];
+/** The range on screen: {from, to}, UTC dates. */
+let shown = null;
+
+export function resetReports() {
+  for (const c of charts) c.destroy();
+  charts = [];
+  shown = null;
+  for (const id of ['report-events', 'report-users', 'report-revenue']) $(id).replaceChildren();
+  $('campaigns-body').replaceChildren();
+  $('reports-status').textContent = '';
+  for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total']) $(id).textContent = '';
+}
+
+const isoDay = (d) => d.toISOString().slice(0, 10);
+
+/** The last `days` days, today included (UTC). */
+function lastDays(days) {
+  const to = new Date();
+  const from = new Date(to.getTime() - (days - 1) * DAY_S * 1000);
+  return { from: isoDay(from), to: isoDay(to) };
+}
+
+export async function loadReports(range = shown ?? lastDays(Number($('report-days').value) || 30)) {
+  const projectId = state.projectId;
+  const q = `from=${range.from}&to=${range.to}`;
+  $('reports-status').textContent = 'Loading…';
+  try {
+    const [daily, revenue, campaigns] = await Promise.all([
+      api('GET', `/admin/projects/${projectId}/reports/daily?${q}`),
+      api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
+      api('GET', `/admin/projects/${projectId}/reports/campaigns?${q}`),
+    ]);
+    if (projectId !== state.projectId) return;
+    shown = range;
+    draw(daily, revenue, campaigns);
+    $('reports-status').textContent = `${range.from} to ${range.to} (UTC), up to a minute behind the events.`;
+  } catch (err) {
+    if (isSignedOutError(err) || projectId !== state.projectId) return;
+    $('reports-status').textContent = `The reports could not be loaded: ${describe(err)}`;
+  }
+}
+
+function width() {
+  return Math.max(280, Math.min(900, $('reports').clientWidth - 40));
+}
+
+function draw(daily, revenue, campaigns) {
+  for (const c of charts) c.destroy();
+  charts = [];
+  const xs = daily.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
+
+  // Events stacked by type: each series is drawn as the running total up to it, the largest first, so each band
+  // shows its own type; the legend shows the type's own count.
+  const present = TYPES.filter((t) => daily.some((d) => d.eventsByType[t] > 0));
+  const own = present.map((t) => daily.map((d) => d.eventsByType[t] ?? 0));
+  const stacked = own.map((_, i) => daily.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + s[k], 0)));
+  const order = present.map((_, i) => present.length - 1 - i);
+  charts.push(
+    new uPlot(
+      {
+        width: width(),
+        height: 220,
+        series: [
+          { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+          ...order.map((i) => ({
+            label: present[i],
+            stroke: COLORS[TYPES.indexOf(present[i])],
+            fill: COLORS[TYPES.indexOf(present[i])],
+            paths: uPlot.paths.bars({ size: [0.8, 40] }),
+            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i][k])),
+          })),
+        ],
+        axes: [DAY_AXIS, { values: (_u, ticks) => ticks.map((t) => fmt(t)) }],
+        scales: { x: { time: true } },
+      },
+      [xs, ...order.map((i) => stacked[i])],
+      $('report-events'),
+    ),
+  );
+  const totalEvents = daily.reduce((n, d) => n + d.events, 0);
+  $('report-events-total').textContent = `${fmt(totalEvents)} events`;
+  $('report-events-total').setAttribute('data-value', String(totalEvents));
+
+  charts.push(
+    new uPlot(
+      {
+        width: width(),
+        height: 200,
+        series: [
+          { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+          { label: 'active users', stroke: '#1f6feb', width: 2 },
+          { label: 'new users', stroke: '#2da44e', width: 2 },
+        ],
+        axes: [DAY_AXIS, {}],
+        scales: { x: { time: true } },
+      },
+      [xs, daily.map((d) => d.activeUsers), daily.map((d) => d.newUsers)],
+      $('report-users'),
+    ),
+  );
+  const newUsers = daily.reduce((n, d) => n + d.newUsers, 0);
+  $('report-users-total').textContent = `${fmt(newUsers)} new users`;
+  $('report-users-total').setAttribute('data-value', String(newUsers));
+
+  // Net revenue per day, one line per currency, in its own units (whole stars for XTR).
+  if (revenue.length > 0) {
+    charts.push(
+      new uPlot(
+        {
+          width: width(),
+          height: 200,
+          series: [
+            { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+            ...revenue.map((r, i) => ({
+              label: r.currency,
+              stroke: COLORS[i % COLORS.length],
+              width: 2,
+              value: (_u, _v, _si, k) => (k === null ? '' : formatMoney(r.days[k].netAmount, r.currency)),
+            })),
+          ],
+          axes: [DAY_AXIS, {}],
+          scales: { x: { time: true } },
+        },
+        [xs, ...revenue.map((r) => r.days.map((d) => Number(d.netAmount)))],
+        $('report-revenue'),
+      ),
+    );
+  } else $('report-revenue').replaceChildren(el('p', { class: 'muted' }, 'No payments in this range.'));
+  $('report-revenue-total').replaceChildren(
+    ...revenue.map((r) =>
+      el(
+        'span',
+        { class: 'pill', 'data-testid': 'report-revenue-net', 'data-currency': r.currency },
+        `${r.currency} net ${formatMoney(r.netAmount, r.currency)}`,
+      ),
+    ),
+  );
+
+  $('campaigns-body').replaceChildren(
+    ...campaigns.map((c) =>
+      el(
+        'tr',
+        { 'data-testid': 'campaign-row', 'data-campaign': c.campaign ?? '' },
+        el('td', { class: c.campaign === null ? 'muted' : 'mono' }, c.campaign ?? '(none)'),
+        el('td', { class: 'num', 'data-testid': 'campaign-new' }, fmt(c.newUsers)),
+        el('td', { class: 'num', 'data-testid': 'campaign-active' }, fmt(c.activeUsers)),
+        el('td', { class: 'num', 'data-testid': 'campaign-payers' }, fmt(c.payers)),
+        el('td', { class: 'num' }, c.revenue.map((v) => formatMoney(v.netAmount, v.currency)).join(', ') || '–'),
+      ),
+    ),
+  );
+  $('campaigns-empty').hidden = campaigns.length > 0;
+}
+
+// Charts follow the width of their section (a turned phone, a resized window).
+new ResizeObserver(() => {
+  for (const c of charts) c.setSize({ width: width(), height: c.height });
+}).observe($('reports'));
+
+/** A report's CSV, fetched with the admin token (a plain link cannot carry it), saved under the server's name. */
+async function download(report) {
+  if (shown === null) return;
+  const extra = report === 'revenue' ? '&by=day' : '';
+  const res = await fetch(
+    `/admin/projects/${state.projectId}/reports/${report}?from=${shown.from}&to=${shown.to}${extra}&format=csv`,
+    {
+      headers: { authorization: `Bearer ${sessionStorage.getItem(STORAGE_KEY) ?? ''}` },
+    },
+  );
+  if (!res.ok) throw new ApiError(res.status, 'csv', `The CSV could not be made (${res.status}).`);
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `${report}.csv`;
+  const url = URL.createObjectURL(await res.blob());
+  const a = el('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+for (const report of ['daily', 'revenue', 'campaigns'])
+  $(`report-csv-${report}`).addEventListener('click', () =>
+    download(report).catch((err) => {
+      $('reports-status').textContent = describe(err);
+    }),
+  );
+
+$('report-days').addEventListener('change', () => {
+  const days = Number($('report-days').value);
+  $('report-custom').hidden = days !== 0;
+  if (days > 0) loadReports(lastDays(days));
+});
+
+$('report-custom').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const from = $('report-from').value;
+  const to = $('report-to').value;
+  if (from === '' || to === '') {
+    $('reports-status').textContent = 'Choose both days.';
+    return;
+  }
+  loadReports({ from, to });
+});
