@@ -8,6 +8,8 @@ export interface Project {
   name: string;
   eventAllowance: number | null;
   createdAt: string;
+  /** The version of the project's tracking plan; null: none. */
+  trackingPlanVersion: number | null;
 }
 
 export interface Bot {
@@ -41,12 +43,14 @@ interface ProjectRow {
   name: string;
   event_allowance: string | null;
   created_at: Date;
+  plan_version?: number | null;
 }
 const project = (r: ProjectRow): Project => ({
   projectId: r.project_id,
   name: r.name,
   eventAllowance: num(r.event_allowance),
   createdAt: r.created_at.toISOString(),
+  trackingPlanVersion: r.plan_version ?? null,
 });
 
 interface BotRow {
@@ -105,11 +109,17 @@ export class AdminStore {
   }
 
   async listProjects(): Promise<Project[]> {
-    return (await this.sql<ProjectRow[]>`SELECT * FROM projects ORDER BY created_at, project_id`).map(project);
+    return (
+      await this.sql<ProjectRow[]>`
+        SELECT p.*, t.version AS plan_version FROM projects p LEFT JOIN tracking_plans t USING (project_id)
+        ORDER BY p.created_at, p.project_id`
+    ).map(project);
   }
 
   async getProject(projectId: string): Promise<Project | null> {
-    const [r] = await this.sql<ProjectRow[]>`SELECT * FROM projects WHERE project_id = ${projectId}`;
+    const [r] = await this.sql<ProjectRow[]>`
+      SELECT p.*, t.version AS plan_version FROM projects p LEFT JOIN tracking_plans t USING (project_id)
+      WHERE p.project_id = ${projectId}`;
     return r === undefined ? null : project(r);
   }
 
@@ -121,7 +131,7 @@ export class AdminStore {
       UPDATE projects SET
         name = CASE WHEN ${patch.name !== undefined} THEN ${patch.name ?? null}::text ELSE name END,
         event_allowance = CASE WHEN ${patch.eventAllowance !== undefined} THEN ${patch.eventAllowance ?? null}::bigint ELSE event_allowance END
-      WHERE project_id = ${projectId} RETURNING *`;
+      WHERE project_id = ${projectId} RETURNING *, (SELECT version FROM tracking_plans t WHERE t.project_id = projects.project_id) AS plan_version`;
     return r === undefined ? null : project(r);
   }
 

@@ -340,6 +340,11 @@ function adminSchemas(): Record<string, Schema> {
       name: { type: 'string' },
       eventAllowance: { type: ['integer', 'null'], minimum: 0 },
       createdAt: instant,
+      trackingPlanVersion: {
+        type: ['integer', 'null'],
+        minimum: 1,
+        description: "The version of the project's tracking plan; null: the project has none.",
+      },
     }),
     Bot: closed({
       botId: uuid,

@@ -449,8 +449,10 @@ describe('admin page', () => {
     const own = await provision(srv.url);
     const planUrl = `/admin/projects/${own.projectId}/tracking-plan`;
     const puts: string[] = [];
+    const gets: string[] = [];
     const onRequest = (r: { method(): string; url(): string }) => {
       if (r.method() === 'PUT' && new URL(r.url()).pathname === planUrl) puts.push(r.url());
+      if (r.method() === 'GET' && new URL(r.url()).pathname === planUrl) gets.push(r.url());
     };
     page.on('request', onRequest);
     try {
@@ -461,8 +463,9 @@ describe('admin page', () => {
       await expect.poll(() => editor.isEnabled()).toBe(true);
       expect(JSON.parse(await editor.inputValue())).toEqual({ mode: 'warn', unplannedEvents: 'allow', events: {} });
       expect(await byTestId('plan-none').isVisible()).toBe(true);
-      // Nothing to delete: no button at all, rather than a faded one.
+      // Nothing to delete: no button at all, rather than a faded one; and no plan asked for (no 404 in the console).
       expect(await byTestId('plan-delete').count()).toBe(0);
+      expect(gets).toEqual([]);
 
       // Not JSON: said at once, and nothing is sent.
       await editor.fill('{"mode": "block", events: {}}');

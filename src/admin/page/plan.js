@@ -30,7 +30,9 @@ export async function loadPlan() {
   $('plan-status').textContent = 'Loading the tracking plan…';
   let plan = null;
   try {
-    plan = await api('GET', `/admin/projects/${projectId}/tracking-plan`);
+    // The project says whether it has a plan: one without is not asked for it (a 404 every console would show).
+    const project = await api('GET', `/admin/projects/${projectId}`);
+    if (project.trackingPlanVersion !== null) plan = await api('GET', `/admin/projects/${projectId}/tracking-plan`);
   } catch (err) {
     if (isSignedOutError(err) || projectId !== state.projectId) return;
     // 404 is "no plan": the project itself was there a moment ago.
