@@ -74,7 +74,11 @@ WITH base AS MATERIALIZED (
   SELECT f.project_id, f.user_id, f.day, c.first_campaign, c.last_campaign
   FROM firsts f LEFT JOIN campaigns c USING (project_id, user_id)
 ), old AS (
-  SELECT r.project_id, r.user_id, r.first_day FROM report_users r JOIN cand c USING (project_id, user_id)
+  -- One primary-key probe per user of the window: a join would read every user of the deployment each time.
+  SELECT c.project_id, c.user_id, r.first_day
+  FROM cand c CROSS JOIN LATERAL (
+    SELECT first_day FROM report_users r WHERE r.project_id = c.project_id AND r.user_id = c.user_id
+  ) r
 ), users AS (
   INSERT INTO report_users AS r (project_id, user_id, first_day, first_campaign, last_campaign)
   SELECT project_id, user_id, day, first_campaign, last_campaign FROM cand
