@@ -67,6 +67,13 @@ export function id(req: Request, i = 0): string {
   return v;
 }
 
+/** The route's project id, once the project is known to exist (404 otherwise). */
+export async function existingProject(projects: AdminStore, req: Request): Promise<string> {
+  const projectId = id(req);
+  found(await projects.getProject(projectId), 'project');
+  return projectId;
+}
+
 export function found<T>(v: T | null, what: string): T {
   if (v === null) throw new HttpError('not_found', { message: `No such ${what}.` });
   return v;

@@ -3,7 +3,7 @@ import { HttpError } from '../errors.js';
 import type { HttpServer, Request } from '../http/server.js';
 import { replay, type ReplayDeps } from '../quality/replay.js';
 import { MAX_PLAN_BYTES, type TrackingPlan } from '../pipeline/plans.js';
-import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from './api.js';
+import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody } from './api.js';
 import type { QualityStore } from '../quality/store.js';
 import { ADMIN_BODIES } from './bodies.js';
 import type { AdminStore } from './store.js';
@@ -45,11 +45,7 @@ export interface QualityOptions {
 
 export function mountQuality(server: HttpServer, projects: AdminStore, store: QualityStore, o: QualityOptions): void {
   const { guard, hooks } = o;
-  const project = async (req: Request) => {
-    const projectId = id(req);
-    found(await projects.getProject(projectId), 'project');
-    return projectId;
-  };
+  const project = (req: Request) => existingProject(projects, req);
 
   server
     .route(

@@ -3,7 +3,7 @@ import { HttpError } from '../errors.js';
 import type { HttpServer, Reply, Request } from '../http/server.js';
 import type { CampaignRow, DailyRow, ReportStore, RevenueRow } from '../reports/queries.js';
 import { dayRange, type DayRange, toCsv } from '../reports/range.js';
-import { type AdminGuard, found, id } from './api.js';
+import { type AdminGuard, existingProject } from './api.js';
 import type { AdminStore } from './store.js';
 
 /** Days a daily report covers when the request names none. */
@@ -77,11 +77,7 @@ export function campaignsCsv(rows: CampaignRow[]): string {
 }
 
 export function mountReports(server: HttpServer, projects: AdminStore, reports: ReportStore, guard: AdminGuard): void {
-  const project = async (req: Request) => {
-    const projectId = id(req);
-    found(await projects.getProject(projectId), 'project');
-    return projectId;
-  };
+  const project = (req: Request) => existingProject(projects, req);
   server
     .route(
       'get',

@@ -3,6 +3,7 @@
 // boundary, history that moves a user's first day back; the first campaign of a user on either endpoint.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -70,18 +71,7 @@ function expectedDaily(from: string, to: string) {
     const day = new Date(t).toISOString().slice(0, 10);
     const those = stored.filter((e) => e.eventDate.slice(0, 10) === day);
     const byType: Record<string, number> = {};
-    for (const type of [
-      'message',
-      'interaction',
-      'payment',
-      'membership',
-      'business',
-      'poll',
-      'reaction',
-      'boost',
-      'platform',
-    ])
-      byType[type] = those.filter((e) => e.eventType === type).length;
+    for (const type of EVENT_TYPES) byType[type] = those.filter((e) => e.eventType === type).length;
     rows.push({
       day,
       events: those.length,

@@ -17,4 +17,6 @@ export {
   type TrackerStats,
   type TrackOptions,
   type TrackProps,
+  type UpdateMiddleware,
+  updateMiddleware,
 } from './tracker.js';

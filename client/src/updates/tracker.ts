@@ -309,3 +309,33 @@ function rateLimitedLog(): (error: Error) => void {
     console.warn(`[tg-ingest] ${error.message}${more}`);
   };
 }
+
+/** What both framework middlewares are: the function, its tracker, and flush/close. */
+export type UpdateMiddleware<C> = ((ctx: C, next: () => Promise<void>) => Promise<void>) & {
+  readonly tracker: BotTracker;
+  /** Sends what is queued and waits for it. */
+  flush(): Promise<void>;
+  /** Sends what is queued (at most `shutdownTimeoutMs`), then stops. Also done by itself when the process exits. */
+  close(): Promise<void>;
+};
+
+/**
+ * The middleware a framework package exports: maps each update, sets `ctx.track`, and calls `next()` at once.
+ * `read` says where the framework keeps the update and the bot's own description.
+ */
+export function updateMiddleware<C>(
+  options: BotTrackerOptions,
+  read: (ctx: C) => { update: Update; bot: BotInfo },
+): UpdateMiddleware<C> {
+  const tracker = new BotTracker(options);
+  const middleware = (ctx: C, next: () => Promise<void>) => {
+    const { update, bot } = read(ctx);
+    (ctx as C & { track: Track }).track = tracker.observe(update, bot);
+    return next();
+  };
+  return Object.assign(middleware, {
+    tracker,
+    flush: () => tracker.flush(),
+    close: () => tracker.close(),
+  });
+}

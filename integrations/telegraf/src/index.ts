@@ -1,12 +1,13 @@
 // Telegraf middleware: every update the bot receives becomes canonical events in tg-ingest (the table is shared with
 // @tg-ingest/grammy, in @tg-ingest/client/updates), and `ctx.track()` adds the bot's own events.
 import {
-  BotTracker,
   type BotTrackerOptions,
   type Track,
   type TrackerStats,
   type TrackOptions,
   type TrackProps,
+  type UpdateMiddleware,
+  updateMiddleware,
 } from '@tg-ingest/client/updates';
 import type { Context, MiddlewareFn } from 'telegraf';
 
@@ -19,24 +20,9 @@ export interface TgIngestFlavor {
   track: Track;
 }
 
-export type TgIngestMiddleware<C extends Context> = MiddlewareFn<C> & {
-  readonly tracker: BotTracker;
-  /** Sends what is queued and waits for it. */
-  flush(): Promise<void>;
-  /** Sends what is queued (at most `shutdownTimeoutMs`), then stops. Also done by itself when the process exits. */
-  close(): Promise<void>;
-};
+export type TgIngestMiddleware<C extends Context> = MiddlewareFn<C> & UpdateMiddleware<C>;
 
 /** `bot.use(tgIngest({ baseUrl, apiKey }))`: maps the update, queues its events and calls `next()` at once. */
 export function tgIngest<C extends Context = Context>(options: TgIngestOptions): TgIngestMiddleware<C> {
-  const tracker = new BotTracker(options);
-  const middleware: MiddlewareFn<C> = (ctx, next) => {
-    (ctx as C & TgIngestFlavor).track = tracker.observe(ctx.update, ctx.botInfo);
-    return next();
-  };
-  return Object.assign(middleware, {
-    tracker,
-    flush: () => tracker.flush(),
-    close: () => tracker.close(),
-  });
+  return updateMiddleware<C>(options, (ctx) => ({ update: ctx.update, bot: ctx.botInfo }));
 }
