@@ -7,6 +7,8 @@ import { fmt, type Result, resultLines, type Row, table } from './lib/report.js'
 import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
+import { reports50m } from './reports.js';
+import { awaitErasure, ERASURE_USERS, plantAndRequest } from './erasure.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
 const ALL = [
@@ -28,6 +30,8 @@ const ALL = [
   'a-new-sessions-flood',
   'ed25519',
   'b-large-50m',
+  'reports-50m',
+  'erasure-50m',
 ] as const;
 type Name = (typeof ALL)[number];
 
@@ -280,11 +284,13 @@ async function main(): Promise<void> {
       }
     }
 
-    if (want('b-large-50m')) {
+    if (want('b-large-50m') || want('reports-50m') || want('erasure-50m')) {
       const total = Number(process.env.BENCH_PRELOAD_ROWS ?? 50_000_000);
       const db = await freshDatabase(pg.url);
+      let projectId = '';
       try {
         const prepare = async (ids: { projectId: string; botId: string }) => {
+          projectId = ids.projectId;
           say(`preloading ${fmt(total)} rows of the project over the previous and the current month…`);
           const started = performance.now();
           await preload(db, ids, total);
@@ -300,6 +306,31 @@ async function main(): Promise<void> {
         if (largeEventsPerS !== null)
           results.push({ name: 'b-large-50m_ratio_to_b-large', value: f.eventsPerS / largeEventsPerS, unit: 'ratio' });
         say(`b-large-50m: ${fmt(f.eventsPerS)} events/s`);
+        if (want('reports-50m')) {
+          const r = await reports50m(db, projectId, say);
+          rows.push(r.row);
+          results.push(...r.results);
+        }
+        if (want('erasure-50m')) {
+          const e = await botApiScenario(
+            `erasure-50m (b-large on the same table while ${ERASURE_USERS.toLocaleString('en-US')} users × 10 events are erased)`,
+            db,
+            {
+              ...o,
+              events: 1000,
+              connections: conns,
+              prepare: (ids) => plantAndRequest(db, ids),
+              finish: () => awaitErasure(db, say),
+            },
+          );
+          rows.push(figuresRow(e, ceilingRowsPerS));
+          const ratio = e.eventsPerS / f.eventsPerS;
+          results.push({ name: 'erasure-50m_seconds', value: Number(e.extra?.['erasure s'] ?? Number.NaN), unit: 's' });
+          results.push({ name: 'erasure-50m_b-large_ratio', value: ratio, unit: 'ratio' });
+          say(
+            `erasure-50m: b-large beside the erasure at ${ratio.toFixed(2)}× b-large-50m (goal ≥ 0.9×; erasure goal < 60 s)`,
+          );
+        }
       } finally {
         await db.drop();
       }

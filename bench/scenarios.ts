@@ -112,6 +112,8 @@ export async function botApiScenario(
     viewer?: boolean;
     /** Runs once the project exists, before the warm-up (b-large-50m preloads its table). */
     prepare?: (ids: { projectId: string; botId: string }) => Promise<void>;
+    /** Runs after the measured window, while the service still runs; what it returns joins the row. */
+    finish?: (ids: { projectId: string; botId: string }) => Promise<Record<string, number | string>>;
   },
 ): Promise<Figures> {
   const svc = await startService(db.url, o.env);
@@ -153,6 +155,7 @@ export async function botApiScenario(
       const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM quarantine`;
       f.extra = { ...f.extra, quarantined: n };
     }
+    if (o.finish !== undefined) f.extra = { ...f.extra, ...(await o.finish({ projectId, botId })) };
     return f;
   } finally {
     scraping = false;

@@ -90,6 +90,7 @@ export async function startApp({ config, databaseUrl, adminToken, log }: AppOpti
         await parts.sink.close();
         await parts.tokenUse.stop();
         await parts.reports.stop();
+        await parts.eraser.stop();
         await parts.pool.close();
         await db.sql.end({ timeout: 5 });
       })();

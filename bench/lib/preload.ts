@@ -4,8 +4,13 @@
 // partitions. Each partition's unique index is dropped during the load and built after it, as a
 // bulk load is done, with its leaf pages 70% full: what random inserts leave in an index grown one
 // row at a time (a fresh build packs them to 90%, and the benchmark would then measure the page
-// splits of a table that was just bulk-loaded rather than one that grew).
+// splits of a table that was just bulk-loaded rather than one that grew). The events are visits of 10 million
+// users, with campaigns, payments and refunds among them, for the reports of reports-50m.
 import type { Database } from './env.js';
+
+/** Distinct users of the preloaded events: each visit of PER_VISIT events is a user's (reports-50m). */
+export const USERS = 10_000_000;
+const PER_VISIT = 5;
 
 export async function preload(db: Database, ids: { projectId: string; botId: string }, total: number): Promise<void> {
   const { projectId, botId } = ids;
@@ -14,6 +19,7 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
            extract(epoch FROM (least(m + interval '1 month', now() AT TIME ZONE 'UTC') - m))::float8 AS span
     FROM (VALUES (date_trunc('month', now() AT TIME ZONE 'UTC') - interval '1 month'), (date_trunc('month', now() AT TIME ZONE 'UTC'))) AS v(m)`;
   const perMonth = Math.floor(total / months.length);
+  let offset = 0;
   for (const { part, start, span } of months) {
     await db.sql.unsafe(`DROP INDEX IF EXISTS ${part}_project_event_key`);
     // In slices, so that no single statement holds hours of work.
@@ -22,13 +28,29 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
       await db.sql`
         INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id, origin, channel,
                             text, props_string, props_long, props_float, props_bool, tg, billed)
-        SELECT ${projectId}, ${botId}, gen_random_uuid(), 'screen_view', 'interaction', t, t, 100000000 + g % 20000, 'custom', 'bot_api',
-               NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', g % 7, 'price_cents', 1299 + g % 1000), NULL, '{"first_time": true}', NULL, true
-        FROM generate_series(1, ${n}::int) AS g, LATERAL (SELECT ${start}::timestamptz + ((g + ${done}::int) * ${span / perMonth}::float8) * interval '1 second' AS t) AS ts`;
+        SELECT ${projectId}, ${botId}, gen_random_uuid(), k.name, k.type, t, t, 100000000 + (v.ud * 7919) % ${USERS}, k.origin, 'bot_api',
+               NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', i % 7, 'price_cents', 1299 + i % 1000), NULL, '{"first_time": true}', k.tg, true
+        FROM generate_series(1, ${n}::int) AS g,
+        LATERAL (SELECT g + ${done + offset}::bigint AS i, (g + ${done + offset}::bigint) / ${PER_VISIT} AS ud) AS v,
+        LATERAL (SELECT ${start}::timestamptz + ((g + ${done}::int) * ${span / perMonth}::float8) * interval '1 second' AS t) AS ts,
+        LATERAL (SELECT * FROM (VALUES
+          -- A visit: its first event names a campaign for one user in five, its last is a payment for one in
+          -- fifty, refunded for one in a thousand (by the event before it).
+          (v.i % ${PER_VISIT} = 0 AND (v.ud * 7919) % 5 = 0, 'command', 'message', 'platform',
+           jsonb_build_object('command', 'start', 'start_param', 'camp_' || (v.ud * 7919) % 47)),
+          (v.i % ${PER_VISIT} = ${PER_VISIT - 1} AND v.ud % 50 = 0, 'successful_payment', 'payment', 'platform',
+           jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + v.ud % 2], 'total_amount', 100 + v.ud % 900,
+                              'telegram_payment_charge_id', 'ch' || v.i)),
+          (v.i % ${PER_VISIT} = ${PER_VISIT - 2} AND v.ud % 1000 = 0, 'refunded_payment', 'payment', 'platform',
+           jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + v.ud % 2], 'total_amount', 100 + v.ud % 900,
+                              'telegram_payment_charge_id', 'ch' || (v.i + 1))),
+          (true, 'screen_view', 'interaction', 'custom', NULL::jsonb)
+        ) AS c(hit, name, type, origin, tg) WHERE hit LIMIT 1) AS k`;
     }
     await db.sql.unsafe(
       `CREATE UNIQUE INDEX ${part}_project_event_key ON ${part} (project_id, event_id) WITH (fillfactor = 70)`,
     );
+    offset += perMonth;
   }
   await db.sql`VACUUM ANALYZE events`;
   // The load's WAL is flushed before measuring, not by a checkpoint in the middle of it.

@@ -19,6 +19,9 @@ export interface AdminHooks {
   /** The allowance changed. */
   allowanceChanged(projectId: string): void;
   trackingPlanChanged(projectId: string): void;
+  suppressionsChanged(projectId: string): void;
+  /** An erasure was requested through this instance: its eraser starts now rather than at its next look. */
+  erasureRequested(): void;
 }
 
 export const ajv = new Ajv({ allErrors: false, strict: true });

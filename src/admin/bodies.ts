@@ -2,6 +2,7 @@
 // OpenAPI document publishes them (src/openapi/schemas.ts), descriptions and all.
 import { USER_ID_PATTERN } from '../pipeline/ids.js';
 import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
+import { MAX_ERASURE_USERS } from '../privacy/store.js';
 import { REPLAY_MAX } from '../quality/replay.js';
 
 type Schema = Record<string, unknown>;
@@ -103,6 +104,25 @@ export const ADMIN_BODIES = {
       dryRun: {
         type: 'boolean',
         description: 'true: only count what would happen; nothing is stored, billed or removed.',
+      },
+    },
+  },
+  ErasureRequest: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['userIds'],
+    properties: {
+      userIds: {
+        type: 'array',
+        minItems: 1,
+        maxItems: MAX_ERASURE_USERS,
+        items: { type: 'string', pattern: USER_ID_PATTERN },
+        description: `The users' platformUserId (the messenger's user id), as decimal strings; at most ${MAX_ERASURE_USERS}, repeats counted once.`,
+      },
+      suppress: {
+        type: 'boolean',
+        description:
+          'true: also drop their later events on both endpoints (`user_suppressed`), until the suppression is lifted. Default false.',
       },
     },
   },

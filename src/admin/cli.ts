@@ -1,6 +1,7 @@
 // `npm run admin -- <command>`: the admin API for a person at a terminal. Prints JSON.
 // The token comes from ADMIN_TOKEN or DATA_DIR/admin-token; the service from ADMIN_URL, else the
 // running service's own note in DATA_DIR, else http://127.0.0.1:$PORT.
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDevKey, signInitData } from '../auth/dev-key.js';
@@ -29,7 +30,7 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               events, active and new users per day (default: 30 days)
   report revenue <projectId> [--from <day>] [--to <day>] [--by day]
                                               payments, refunds and net per currency
-  report campaigns <projectId> [--from <day>] [--to <day>]
+  report campaigns <projectId> [--from <day>] [--to <day>] [--limit <n>]
                                               new and active users, payers, net revenue per campaign
   plan get <projectId>                        the project's tracking plan
   plan put <projectId> <file>                 set it from a JSON file
@@ -38,6 +39,12 @@ const USAGE = `usage: npm run admin -- <command> [--table]
   quarantine summary <projectId>              rejected events per diagnostic code
   quarantine replay <projectId> [--code <c>] [--ids <id,id,...>] [--dry-run]
   quarantine delete <projectId> [--code <c>]
+  user erase <projectId> <userId>... [--suppress]
+                                              erase users' data in the background (prints the erasure
+                                              to poll with user erasure); --suppress keeps them out
+  user erasure <projectId> <erasureId>        an erasure's progress
+  user unsuppress <projectId> <userId>        store the user's events again
+  user export <projectId> <userId>            everything held on the user, as NDJSON
   stats <projectId>                           what this instance ingested for the project since it started
   initdata <botId> [--user <id>] [--start-param <p>]
                                               a fresh initData signed with the development key, for the
@@ -54,7 +61,7 @@ environment: ADMIN_URL (default: that address, else http://127.0.0.1:$PORT, PORT
 class UsageError extends Error {}
 
 /** Flags that take no value. */
-const SWITCHES = new Set(['table', 'dry-run']);
+const SWITCHES = new Set(['table', 'dry-run', 'suppress']);
 
 function options(args: string[]): { positional: string[]; flags: Map<string, string> } {
   const positional: string[] = [];
@@ -161,7 +168,7 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
     case 'report revenue':
     case 'report campaigns': {
       const q = new URLSearchParams();
-      for (const f of ['from', 'to', 'by']) if (flags.has(f)) q.set(f, flags.get(f)!);
+      for (const f of ['from', 'to', 'by', 'limit']) if (flags.has(f)) q.set(f, flags.get(f)!);
       const query = q.size > 0 ? `?${q}` : '';
       return {
         method: 'GET',
@@ -197,6 +204,28 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       if (flags.has('dry-run')) body.dryRun = true;
       return { method: 'POST', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine/replay`, body };
     }
+    case 'user erase':
+      if (p.length < 2) throw new UsageError('missing userId');
+      return {
+        method: 'POST',
+        path: `/admin/projects/${encodeURIComponent(p[0]!)}/erasures`,
+        body: { userIds: p.slice(1), suppress: flags.has('suppress') },
+      };
+    case 'user erasure':
+      return {
+        method: 'GET',
+        path: `/admin/projects/${encodeURIComponent(need(p[0], 'projectId'))}/erasures/${encodeURIComponent(need(p[1], 'erasureId'))}`,
+      };
+    case 'user unsuppress':
+      return {
+        method: 'DELETE',
+        path: `/admin/projects/${encodeURIComponent(need(p[0], 'projectId'))}/suppressions/${encodeURIComponent(need(p[1], 'userId'))}`,
+      };
+    case 'user export':
+      return {
+        method: 'GET',
+        path: `/admin/projects/${encodeURIComponent(need(p[0], 'projectId'))}/users/${encodeURIComponent(need(p[1], 'userId'))}/export`,
+      };
     case 'quarantine delete': {
       const code = flags.get('code');
       const query = code === undefined ? '' : `?${new URLSearchParams({ code })}`;
@@ -324,6 +353,23 @@ async function initData(env: CliEnv, token: string, argv: string[]): Promise<num
   return 0;
 }
 
+/** `user export`: the NDJSON passed through as it arrives, never held whole. */
+async function exportUser(env: CliEnv, token: string, r: { method: string; path: string }): Promise<number> {
+  const base = serviceUrl(env);
+  let res: Response;
+  try {
+    res = await fetch(`${base}${r.path}`, { headers: { authorization: `Bearer ${token}` } });
+  } catch (err) {
+    throw new Unreachable(`cannot reach the service at ${base}: ${(err as Error).message}`);
+  }
+  if (!res.ok || res.body === null) {
+    process.stderr.write(`${await res.text()}\n`);
+    return 1;
+  }
+  for await (const chunk of res.body) if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
+  return 0;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
@@ -338,6 +384,7 @@ async function main(): Promise<number> {
       return 0;
     }
     if (argv[0] === 'initdata') return await initData(env, adminToken(env), argv);
+    if (argv[0] === 'user' && argv[1] === 'export') return await exportUser(env, adminToken(env), plan(argv));
     const r = plan(argv);
     const res = await request(env, adminToken(env), r);
     const out = res.body ?? { status: res.status };

@@ -19,6 +19,7 @@ export const PAGE_MODULES = [
   'counts.js',
   'live.js',
   'reports.js',
+  'privacy.js',
 ] as const;
 
 /** Files of libraries the page loads, served from node_modules under names of the page's own. */

@@ -26,6 +26,17 @@ function range(q: URLSearchParams, defaultDays: number | null): DayRange | null 
   return r.range;
 }
 
+/** Campaigns a report lists by default and at most (besides the users without one). */
+export const CAMPAIGNS_LIMIT = { default: 100, max: 1000 };
+
+function campaignLimit(q: URLSearchParams): number {
+  const raw = q.get('limit');
+  const n = raw === null ? CAMPAIGNS_LIMIT.default : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > CAMPAIGNS_LIMIT.max)
+    throw new HttpError('bad_request', { message: `limit must be an integer from 1 to ${CAMPAIGNS_LIMIT.max}.` });
+  return n;
+}
+
 function csv(name: string, body: string): Reply {
   return {
     status: 200,
@@ -97,7 +108,7 @@ export function mountReports(server: HttpServer, projects: AdminStore, reports: 
         const q = query(req);
         const f = format(q);
         const r = range(q, DEFAULT_DAYS)!;
-        const rows = await reports.campaigns(await project(req), r);
+        const rows = await reports.campaigns(await project(req), r, campaignLimit(q));
         return f === 'csv' ? csv(`campaigns-${r.from}-${r.to}`, campaignsCsv(rows)) : { status: 200, body: rows };
       }),
     )

@@ -3,7 +3,9 @@
 // document and the 404 on both. Adding a route means adding it here.
 import { mountAdmin } from '../admin/api.js';
 import { mountAdminPage } from '../admin/page.js';
+import { mountPrivacy } from '../admin/privacy-api.js';
 import { mountReports } from '../admin/reports-api.js';
+import { PrivacyStore } from '../privacy/store.js';
 import { ReportStore } from '../reports/queries.js';
 import { mountQuality } from '../admin/quality-api.js';
 import { AdminStore } from '../admin/store.js';
@@ -33,7 +35,11 @@ const methodNotAllowed =
 export function mountIngestion(server: HttpServer, p: Parts): void {
   const { config } = p;
   const closing = () => server.closing;
-  const quality = { plans: p.plans, liveSample: (projectId: string) => p.live.sampleFor(projectId) };
+  const quality = {
+    plans: p.plans,
+    liveSample: (projectId: string) => p.live.sampleFor(projectId),
+    suppressions: p.suppressions,
+  };
   const botApi = botApiEndpoint({
     tokens: p.tokens,
     tokenUse: p.tokenUse,
@@ -89,11 +95,13 @@ export function mountAdministration(server: HttpServer, p: Parts, ownListener: b
       sink: p.sink,
       quota: p.quota,
       plans: p.plans,
+      suppressed: (projectId) => p.suppressions.get(projectId),
       recheck: (items) => p.pool.recheck(items, p.config.maxJsonDepth),
       onReplayed: (r) => p.metrics.replay(r),
     },
   });
   mountReports(server, projects, new ReportStore(p.sql), p.guard);
+  mountPrivacy(server, projects, new PrivacyStore(p.sql), { guard: p.guard, hooks: p.hooks, sql: p.sql });
   p.live.mount(server.app, PATHS.adminLive);
   // Beside the public endpoints /metrics needs the admin token (Prometheus sends it as a bearer
   // token); on a listener of its own, reachable only where it is bound, it needs none.

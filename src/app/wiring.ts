@@ -6,6 +6,8 @@ import { adminGuard, type AdminGuard, type AdminHooks } from '../admin/api.js';
 import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
 import { TokenUse } from '../auth/token-use.js';
 import { ReportAggregator } from '../reports/aggregator.js';
+import { Eraser } from '../privacy/eraser.js';
+import { SuppressionCache } from '../privacy/suppressions.js';
 import { BotResolver } from '../auth/bots.js';
 import { MiniAppSessions } from '../auth/sessions.js';
 import type { Config } from '../config.js';
@@ -42,6 +44,8 @@ export interface Parts {
   tokens: TokenResolver;
   tokenUse: TokenUse;
   reports: ReportAggregator;
+  eraser: Eraser;
+  suppressions: SuppressionCache;
   bots: BotResolver;
   sessions: MiniAppSessions;
   authFailures: AuthFailures;
@@ -90,6 +94,7 @@ export async function wire(
       bot: bots.stats,
       allowance: quota.stats,
       tracking_plan: plans.stats,
+      suppressions: suppressions.stats,
       initdata: sessions.stats,
     }),
     tasks: () => pool.tasks,
@@ -125,6 +130,17 @@ export async function wire(
   const tokenUse = new TokenUse(sql, log);
   const reports = new ReportAggregator(sql, { everyMs: config.reportsEveryMs, lagMs: config.reportsLagMs }, log);
   reports.start();
+  const eraser = new Eraser(
+    sql,
+    {
+      blocksPerStep: config.erasureBlocksPerStep,
+      pollMs: 1000,
+      settleMs: 2 * config.authCacheTtlMs + config.writeTimeoutMs,
+    },
+    log,
+  );
+  eraser.start();
+  const suppressions = new SuppressionCache(sql, config.authCacheTtlMs);
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   // A lease admits events for a few seconds and counts for the others until its last batches have
   // had their time to commit.
@@ -215,6 +231,8 @@ export async function wire(
     tokens,
     tokenUse,
     reports,
+    eraser,
+    suppressions,
     bots,
     sessions,
     authFailures,
@@ -237,6 +255,8 @@ export async function wire(
       },
       allowanceChanged: (projectId) => quota.forget(projectId),
       trackingPlanChanged: (projectId) => plans.forget(projectId),
+      suppressionsChanged: (projectId) => suppressions.forget(projectId),
+      erasureRequested: () => eraser.wake(),
     },
     bucketOptions: { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin },
     stop() {

@@ -6,6 +6,8 @@ import { connect as netConnect, type Socket } from 'node:net';
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql<Record<string, never>>;
+/** A transaction of `Sql.begin`. */
+export type Tx = postgres.TransactionSql<Record<string, never>>;
 
 interface SocketOptions {
   host: string[];

@@ -33,6 +33,11 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Sent through the server's tarpit: a refusal of a client past its failed-authentication budget. */
   late?: boolean;
+  /**
+   * A body too large to hold, sent as it is produced (instead of `body`), one chunk at a time as the client reads
+   * it. A failure midway closes the connection, so the client never takes a cut body for a whole one.
+   */
+  stream?: AsyncIterable<string>;
 }
 
 /**
@@ -162,8 +167,12 @@ export class HttpServer {
       chunks = [];
       bodyReject(err);
     };
+    // Wakes a stream waiting for the client to read, when the client goes away instead.
+    const streamState = { aborted: false, wake: null as (() => void) | null };
     res.onAborted(() => {
       aborted = true;
+      streamState.aborted = true;
+      streamState.wake?.();
       bodyReject(new Aborted('the client went away'));
     });
 
@@ -214,6 +223,7 @@ export class HttpServer {
         if (aborted) return;
         try {
           this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
+          if (reply.stream !== undefined) void this.pump(res, req, reply.stream, streamState);
           this.opts.onReply?.(req, reply, performance.now() - started);
         } catch (err) {
           // Only a bug gets here (the reply is built and serialised above): logged, never thrown
@@ -267,10 +277,51 @@ export class HttpServer {
       if (base) for (const k in base) res.writeHeader(k, base[k]!);
       if (req.replyHeaders) for (const k in req.replyHeaders) res.writeHeader(k, req.replyHeaders[k]!);
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
+      if (reply.stream !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/x-ndjson');
+      if (reply.stream !== undefined) return;
       if (reply.status === 204) res.endWithoutBody(0, this.closing);
       else if (this.closing || close) res.end(body, true);
       else this.sendBody(res, body);
     });
+  }
+
+  /** Sends a stream's chunks, each once the client has taken the one before (uWS buffers what it cannot send). */
+  private async pump(
+    res: HttpResponse,
+    req: Request,
+    stream: AsyncIterable<string>,
+    state: { aborted: boolean; wake: (() => void) | null },
+  ): Promise<void> {
+    const it = stream[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const next = await it.next();
+        if (state.aborted) break;
+        if (next.done) {
+          res.cork(() => res.end());
+          return;
+        }
+        let writable = true;
+        res.cork(() => {
+          writable = res.write(next.value);
+        });
+        if (!writable && !state.aborted)
+          await new Promise<void>((resolve) => {
+            state.wake = resolve;
+            res.onWritable(() => {
+              resolve();
+              return true;
+            });
+          });
+        state.wake = null;
+        if (state.aborted) break;
+      }
+      await it.return?.();
+    } catch (err) {
+      this.opts.onError?.(req, err);
+      if (!state.aborted) res.close();
+      await it.return?.().catch(() => undefined);
+    }
   }
 
   /**

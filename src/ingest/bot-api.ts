@@ -14,11 +14,13 @@ import type { IngestPool } from '../worker/pool.js';
 import type { IngestLimits } from '../worker/tasks.js';
 import type { PlanCache } from '../quality/plan-cache.js';
 
-/** What both endpoints ask before normalizing: the plan in force, and whether someone watches. */
+/** What both endpoints ask before normalizing: the plan in force, whether someone watches, who is suppressed. */
 export interface QualityDeps {
   plans: PlanCache;
   /** How many events of a batch the live view wants (0: nobody watches this project). */
   liveSample: (projectId: string) => number;
+  /** The project's suppressed users (an erasure with suppress), from memory. */
+  suppressions: { get(projectId: string): Promise<BigInt64Array | null> };
 }
 
 export interface BotApiDeps extends CommitDeps, QualityDeps {
@@ -71,7 +73,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     const projectId = token.projectId;
     await deps.quota.check(projectId);
     checkRoom(deps, projectId, Number(req.headers['content-length']) || 0);
-    const plan = await deps.plans.get(projectId);
+    const [plan, suppressed] = await Promise.all([deps.plans.get(projectId), deps.suppressions.get(projectId)]);
     const body = await readBody();
     // The body counts against the project's share while the request holds it.
     // Its length now: moved to a worker, the buffer reads as empty.
@@ -90,6 +92,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
         messengerBotId: token.messengerBotId,
         plan,
         liveSample: deps.liveSample(projectId),
+        suppressed,
       };
       const result = await deps.pool.botApi(body, gzip, deps.limits, ctx);
       if (!result.ok) throw HttpError.from(result.refusal);

@@ -71,7 +71,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const bodyBytes = raw.byteLength;
     deps.derived.holdBody(projectId, bodyBytes);
     try {
-      const plan = await deps.plans.get(projectId);
+      const [plan, suppressed] = await Promise.all([deps.plans.get(projectId), deps.suppressions.get(projectId)]);
       const receivedAt = new Date().toISOString();
       const connection = `webapp:${botId}`;
       const ctx = {
@@ -83,6 +83,7 @@ export function webappEndpoint(deps: WebappDeps): Handler {
         userId: user.id,
         plan,
         liveSample: deps.liveSample(projectId),
+        suppressed,
       };
       const result = await deps.pool.webapp(opened, raw, gzip, deps.limits, ctx, user);
       if (!result.ok) throw HttpError.from(result.refusal);

@@ -105,6 +105,15 @@ export function componentParameters(): Record<string, Obj> {
     ProjectId: id('projectId', 'project'),
     BotId: id('botId', 'bot'),
     TokenId: id('tokenId', 'token'),
+    ErasureId: id('erasureId', 'erasure'),
+    UserId: {
+      name: 'userId',
+      in: 'path',
+      required: true,
+      description:
+        "The user's platformUserId (the messenger's user id), a positive 64-bit integer; anything else: 400.",
+      schema: { type: 'string', pattern: '^[1-9][0-9]{0,18}$' },
+    },
   };
 }
 

@@ -162,7 +162,7 @@ interface AdminSpec {
   operationId: string;
   summary: string;
   description?: string;
-  ids?: ('ProjectId' | 'BotId' | 'TokenId')[];
+  ids?: ('ProjectId' | 'BotId' | 'TokenId' | 'ErasureId' | 'UserId')[];
   /** Query parameters. */
   query?: Obj[];
   /** Component name of the JSON body. */
@@ -269,9 +269,20 @@ function adminPaths(): Record<string, Obj> {
         operationId: 'getCampaignReport',
         summary: 'New users, active users, payers and net revenue per campaign (first touch)',
         description:
-          "A user's campaign is the first start_param the service saw for them: `tg.start_param` of a bot_api event (the `/start` payload) or the `start_param` of a webapp session's signed initData. Users without one are under `null`. Over the range: `newUsers` whose earliest stored event falls in it, `activeUsers` with a stored event in it (distinct), `payers` with a payment in it, and net revenue (payments less refunds) per currency. Most new users first, `null` last.",
+          "A user's campaign is the first start_param the service saw for them: `tg.start_param` of a bot_api event (the `/start` payload) or the `start_param` of a webapp session's signed initData. Users without one are under `null`. Over the range: `newUsers` whose earliest stored event falls in it, `activeUsers` with a stored event in it (distinct), `payers` with a payment in it, and net revenue (payments less refunds) per currency. Distinct users are exact while no day of the range has more than 512 users of the campaign and the range at most 8,192, estimated beyond (HyperLogLog, standard error 1.6%). Activity and payments count under the campaign known when they were folded: a user first seen without one counts under `null` until it arrives. Most new users first, `null` last.",
         ids: ['ProjectId'],
-        query: reportQuery(30),
+        query: [
+          ...reportQuery(30),
+          query(
+            'limit',
+            'Campaigns listed, those with the most new users first: 1–1000, default 100. The users without a campaign are listed besides.',
+            {
+              type: 'integer',
+              minimum: 1,
+              maximum: 10_000,
+            },
+          ),
+        ],
         errors: ['bad_request'],
         success: { 200: okCsv('One row per campaign.', list('CampaignReportRow')) },
       }),
@@ -485,6 +496,93 @@ function qualityPaths(): Record<string, Obj> {
   };
 }
 
+function privacyPaths(): Record<string, Obj> {
+  const limit = query('limit', 'Entries per page, 1 to 1000 (default 100); anything else: 400.', {
+    type: 'integer',
+    minimum: 1,
+    maximum: 1000,
+    default: 100,
+  });
+  return {
+    '/admin/projects/{projectId}/erasures': {
+      post: adminOp({
+        operationId: 'requestErasure',
+        summary: "Erase users' data (and optionally keep it from coming back)",
+        description: [
+          "Removes, in the background, every row that names the users: their events in every monthly partition, their profile and first/last seen (users), the quarantined events they sent or that name them in their body, and their rows in the report tables (first day and campaign, active days; payments stay counted without the user). Counts already made stay: this month's usage (a ledger) and the report aggregates (numbers, not people). Ingestion never waits on it: it runs in transactions of bounded size, one instance at a time, and resumes after a restart.",
+          '`suppress: true` also drops their later events on both endpoints before storage (`user_suppressed`), on every instance within 2 × AUTH_CACHE_TTL_MS, until lifted; the erasure then starts reading the events only once that time and WRITE_TIMEOUT_MS have passed, so that nothing of theirs lands behind it. Events stored while an erasure without suppress runs may outlive it.',
+          'A step that fails (a lock held long, the database away) is retried, backing off from 2 to 32 s; six failures in a row mark the erasure `failed` (`error` says why); request it again to finish it.',
+          'The erasure record keeps the ids while it runs and, once done, only those still suppressed; otherwise their count and SHA-256 digest.',
+        ].join('\n\n'),
+        ids: ['ProjectId'],
+        body: 'ErasureRequest',
+        success: { 202: ok('Accepted; poll it by `erasureId`.', ref('Erasure')) },
+      }),
+      get: adminOp({
+        operationId: 'listErasures',
+        summary: 'Erasure requests, newest first',
+        ids: ['ProjectId'],
+        errors: ['bad_request'],
+        query: [
+          query('limit', 'Entries per page, 1 to 1000, served up to 100 (default 100); anything else: 400.', {
+            type: 'integer',
+            minimum: 1,
+            maximum: 1000,
+            default: 100,
+          }),
+          query('before', 'The `next` of the page before; anything else: 400.', { type: 'string' }),
+        ],
+        success: { 200: ok('One page.', ref('ErasurePage')) },
+      }),
+    },
+    '/admin/projects/{projectId}/erasures/{erasureId}': {
+      get: adminOp({
+        operationId: 'getErasure',
+        summary: 'An erasure request and its progress',
+        ids: ['ProjectId', 'ErasureId'],
+        success: { 200: ok('The erasure.', ref('Erasure')) },
+      }),
+    },
+    '/admin/projects/{projectId}/suppressions': {
+      get: adminOp({
+        operationId: 'listSuppressions',
+        summary: 'Suppressed users, by id',
+        ids: ['ProjectId'],
+        errors: ['bad_request'],
+        query: [limit, query('after', 'The `next` of the page before: ids above it.', { type: 'string' })],
+        success: { 200: ok('One page.', ref('SuppressionPage')) },
+      }),
+    },
+    '/admin/projects/{projectId}/suppressions/{userId}': {
+      delete: adminOp({
+        operationId: 'liftSuppression',
+        summary: "Lift a user's suppression",
+        description:
+          'Their events are stored again on every instance within 2 × AUTH_CACHE_TTL_MS. The erasure that suppressed them no longer keeps their id once it is done.',
+        ids: ['ProjectId', 'UserId'],
+        errors: ['bad_request'],
+        success: { 204: { description: 'Lifted.' } },
+      }),
+    },
+    '/admin/projects/{projectId}/users/{userId}/export': {
+      get: adminOp({
+        operationId: 'exportUser',
+        summary: 'Everything held on a user, as NDJSON',
+        description:
+          'One JSON object per line, `{type, data}`, sent as it is read: `profile` (the users row), `campaign` (first day, first and latest campaign), `suppression`, one `active_day` per day they were active and one `payment` per payment in the report tables, one `event` per stored event of every partition (the row as stored), one `quarantined` per quarantined event they sent or that names them, and last `end` with the count of each. A response without its `end` line was cut short (an export is cut after 10 minutes). At most 2 run at once per instance: 503 `overloaded` with Retry-After beyond.',
+        ids: ['ProjectId', 'UserId'],
+        errors: ['bad_request', 'overloaded'],
+        success: {
+          200: {
+            description: 'NDJSON.',
+            content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+          },
+        },
+      }),
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The live view (src/http/live.ts): a WebSocket
 
@@ -665,6 +763,7 @@ export function paths(): Record<string, Obj> {
     '/messenger/webapp': webappOperation('/messenger/webapp', 'Messenger'),
     ...adminPaths(),
     ...qualityPaths(),
+    ...privacyPaths(),
     [PATHS.adminLive]: livePath(),
     ...operationsPaths(),
   };

@@ -1,5 +1,6 @@
 // One request's events, from parsed JSON to COPY-ready rows, counts and diagnostics.
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
+import { isSuppressed } from './suppressed.js';
 import type { Refusal } from '../errors.js';
 import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
 import type { StoredBatch } from '../writer/sink.js';
@@ -56,6 +57,8 @@ export interface BatchContext extends QuarantineContext {
   plan?: PlanRef | null;
   /** How many events the live view wants from this batch (0 or absent: nobody watches). */
   liveSample?: number;
+  /** The project's suppressed users, sorted (shared memory); their events and profiles are dropped. */
+  suppressed?: BigInt64Array | null;
 }
 
 /** The event as sent, for the quarantine: JSON, cut to its first 64 KiB. */
@@ -168,8 +171,27 @@ function runEvents(
     quarantine.push(quarantineRow(ctx, { eventId, codes, diagnostics: JSON.stringify(diagnostics), ...asSent(raw) }));
     watch(raw, 'rejected', diagnostics);
   };
+  // A suppressed user's events are dropped before anything else looks at them: neither stored nor quarantined
+  // (whatever else is wrong with them), and the live view shows only that they were refused.
+  const suppressed = (raw: unknown): boolean => {
+    if (webappUserId !== null) return isSuppressed(ctx.suppressed, webappUserId);
+    const id = isObject(raw) ? raw.platformUserId : undefined;
+    return (typeof id === 'string' || typeof id === 'number') && isSuppressed(ctx.suppressed, String(id));
+  };
   for (const raw of events) {
     diag.beginEvent();
+    if (ctx.suppressed && suppressed(raw)) {
+      const eventId = isObject(raw) ? raw.eventId : undefined;
+      diag.add(
+        diagnosticId(eventId),
+        'user_suppressed',
+        webappUserId !== null ? 'auth.initData.user' : 'platform_user_id',
+        'this user asked for their data to be erased; their events are not kept',
+      );
+      rejected++;
+      watch({ eventId }, 'rejected', diag.endEvent());
+      continue;
+    }
     if (!isObject(raw)) {
       diag.add(null, 'event_invalid', 'event', 'the event is not a JSON object');
       reject(raw, null, diag.endEvent());
@@ -276,7 +298,9 @@ export function processBotApiBatch(
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
   const r = runEvents(body.events as unknown[], ctx, null, diag, sizeHint(body.events as unknown[], bodyBytes));
-  const profiles = body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag);
+  const profiles = (body.users === undefined || body.users === null ? [] : parseProfiles(body.users, diag)).filter(
+    (p) => !isSuppressed(ctx.suppressed, p.id),
+  );
   const bot =
     body.bot === undefined || body.bot === null ? null : parseBotSnapshot(body.bot, ctx.messengerBotId ?? null, diag);
   return { ok: true, batch: finish(diag, r, profiles, bot) };
@@ -290,7 +314,7 @@ export function processWebappBatch(events: unknown, ctx: BatchContext, user: Use
   // A mini-app opened through a link with startapp: the campaign, signed by the messenger, on every event.
   const tg = user.startParam ? JSON.stringify({ start_param: user.startParam }) : null;
   const r = runEvents(events as unknown[], ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes), tg);
-  return { ok: true, batch: finish(diag, r, [user], null) };
+  return { ok: true, batch: finish(diag, r, isSuppressed(ctx.suppressed, user.id) ? [] : [user], null) };
 }
 
 /** A quarantined event checked again (replay): the batch of that one event, or why it is still rejected. */

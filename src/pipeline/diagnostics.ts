@@ -89,6 +89,11 @@ export const DIAGNOSTICS = {
     description:
       "The bot snapshot names a messengerBotId other than the bot's configured one (set with the admin API only); it was ignored.",
   },
+  user_suppressed: {
+    severity: 'error',
+    description:
+      'The user asked for their data to be erased and not kept (an erasure with suppress): the event is dropped, neither stored, billed nor quarantined.',
+  },
   quarantine_full: {
     severity: 'warning',
     description:

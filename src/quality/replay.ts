@@ -30,6 +30,8 @@ export interface ReplayDeps {
   sink: EventSink;
   quota: Reservations;
   plans: PlanCache;
+  /** The project's suppressed users: their quarantined events are refused again (user_suppressed), never stored. */
+  suppressed: (projectId: string) => Promise<BigInt64Array | null>;
   /** Checks the events again off the main thread. */
   recheck: (
     items: { event: string; truncated: boolean; ctx: BatchContext; webappUser: string | null }[],
@@ -53,7 +55,7 @@ export async function replay(
   dryRun: boolean,
 ): Promise<ReplayResult> {
   const rows = await deps.store.quarantined(projectId, filter, REPLAY_MAX);
-  const plan = await deps.plans.get(projectId);
+  const [plan, suppressed] = await Promise.all([deps.plans.get(projectId), deps.suppressed(projectId)]);
   const bots = new Map(
     (
       await deps.sql<{ bot_id: string; messenger_bot_id: string | null }[]>`
@@ -74,6 +76,7 @@ export async function replay(
       userId: row.userId,
       messengerBotId: bots.get(row.botId) ?? null,
       plan,
+      suppressed,
     } satisfies BatchContext,
   }));
   const checked: Checked[] = [];

@@ -3,14 +3,22 @@
 // event counts exactly once however often a window is retried. It stays REPORTS_LAG_MS behind the clock: a request's
 // received_at is set before its commit, and a window must not close on rows still being committed. Windows adapt
 // to a size a transaction handles in well under a second, so catching up on history never holds locks for long.
-import type { Sql } from '../db/connect.js';
+// REPORTS_LAG_MS must exceed WRITE_TIMEOUT_MS (a request's longest wait before its transaction begins).
+import type { Sql, Tx } from '../db/connect.js';
+import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Logger } from '../log.js';
+import { Distinct, HASH_SQL } from './sketch.js';
 
-const LOCK_KEY = 7_240_311_909;
 const TARGET_ROWS = 100_000;
 const MIN_STEP_MS = 1000;
 /** A window never spans more than this, however sparse the events: a dense stretch after it stays bounded. */
 const MAX_STEP_MS = 3_600_000;
+/** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
+const WRITERS = 'tg-ingest writer %';
+/** How long an open writer transaction can hold the watermark back. */
+const HOLD_BACK_MAX = '10 minutes';
+/** Set in the fold's transaction; migration 10's trigger refuses a watermark moved without it (an older build). */
+export const FOLD_VERSION = '10';
 
 export interface AggregatorOptions {
   everyMs: number;
@@ -31,7 +39,7 @@ WITH base AS MATERIALIZED (
   -- through a link names one on every event: a group, not a row each). Payments and refunds keep a row of
   -- their own, named by their id.
   SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, platform_user_id AS user_id,
-         left(tg->>'start_param', 256) AS start_param,
+         nullif(left(tg->>'start_param', 256), '') AS start_param,
          CASE WHEN event_name IN ('successful_payment', 'refunded_payment') THEN event_id END AS special_id,
          count(*) AS n,
          min(received_at) FILTER (WHERE tg ? 'start_param') AS first_at,
@@ -75,10 +83,27 @@ WITH base AS MATERIALIZED (
   FROM firsts f LEFT JOIN campaigns c USING (project_id, user_id)
 ), old AS (
   -- One primary-key probe per user of the window: a join would read every user of the deployment each time.
-  SELECT c.project_id, c.user_id, r.first_day
+  SELECT c.project_id, c.user_id, r.first_day, r.first_campaign
   FROM cand c CROSS JOIN LATERAL (
-    SELECT first_day FROM report_users r WHERE r.project_id = c.project_id AND r.user_id = c.user_id
+    SELECT first_day, first_campaign FROM report_users r WHERE r.project_id = c.project_id AND r.user_id = c.user_id
   ) r
+), ucamp AS (
+  -- The campaign a user's figures of this window are filed under: their first, as known by its end ('' for none).
+  SELECT c.project_id, c.user_id, c.day, coalesce(o.first_campaign, c.first_campaign, '') AS campaign,
+         o.user_id IS NOT NULL AS known, o.first_day AS old_day, coalesce(o.first_campaign, '') AS old_campaign
+  FROM cand c LEFT JOIN old o USING (project_id, user_id)
+), campaign_moves AS (
+  -- A new user counts under their campaign on their first day; one whose first day moved back, or whose first
+  -- campaign became known, moves from where they counted.
+  SELECT project_id, least(day, coalesce(old_day, day)) AS day, campaign, 1 AS n FROM ucamp
+  WHERE NOT known OR day < old_day OR campaign <> old_campaign
+  UNION ALL
+  SELECT project_id, old_day, old_campaign, -1 FROM ucamp WHERE known AND (day < old_day OR campaign <> old_campaign)
+), campaign_days AS (
+  INSERT INTO report_campaign_days AS d (project_id, day, campaign, new_users)
+  SELECT project_id, day, campaign, sum(n) FROM campaign_moves GROUP BY 1, 2, 3
+  ON CONFLICT (project_id, day, campaign) DO UPDATE SET new_users = d.new_users + excluded.new_users
+  RETURNING 1
 ), users AS (
   INSERT INTO report_users AS r (project_id, user_id, first_day, first_campaign, last_campaign)
   SELECT project_id, user_id, day, first_campaign, last_campaign FROM cand
@@ -124,7 +149,22 @@ WITH base AS MATERIALIZED (
   ) p
   ORDER BY project_id, kind, charge_key, received_at
   ON CONFLICT DO NOTHING
-  RETURNING project_id, kind, currency, amount, day
+  RETURNING project_id, kind, currency, amount, day, user_id
+), campaign_revenue AS (
+  INSERT INTO report_campaign_revenue AS r (project_id, day, campaign, currency, net_amount)
+  SELECT p.project_id, p.day, coalesce(u.campaign, ''), p.currency,
+         sum(CASE p.kind WHEN 'payment' THEN p.amount ELSE -p.amount END)
+  FROM pay p LEFT JOIN ucamp u ON u.project_id = p.project_id AND u.user_id = p.user_id
+  GROUP BY 1, 2, 3, 4
+  ON CONFLICT (project_id, day, campaign, currency) DO UPDATE SET net_amount = r.net_amount + excluded.net_amount
+  RETURNING 1
+), sketch_in AS (
+  -- Who to add to each campaign's and day's sketches of active users and payers (in fold(), after this).
+  SELECT 'active' AS kind, b.project_id, u.campaign, b.day, b.user_id
+  FROM base b JOIN ucamp u ON u.project_id = b.project_id AND u.user_id = b.user_id
+  UNION ALL
+  SELECT 'payers', p.project_id, u.campaign, p.day, p.user_id
+  FROM pay p JOIN ucamp u ON u.project_id = p.project_id AND u.user_id = p.user_id WHERE p.kind = 'payment'
 ), revenue AS (
   INSERT INTO report_revenue_days AS r (project_id, day, currency, payments, amount, refunds, refunded_amount)
   SELECT project_id, day, currency,
@@ -136,7 +176,11 @@ WITH base AS MATERIALIZED (
     refunds = r.refunds + excluded.refunds, refunded_amount = r.refunded_amount + excluded.refunded_amount
   RETURNING 1
 )
-SELECT coalesce(sum(n), 0)::int AS events FROM base`;
+SELECT (SELECT coalesce(sum(n), 0)::int FROM base) AS events,
+       (SELECT coalesce(json_agg(s), '[]') FROM (
+          SELECT kind, project_id, campaign, day::text, array_agg(DISTINCT ${HASH_SQL}) AS hashes
+          FROM sketch_in GROUP BY 1, 2, 3, 4
+        ) s) AS sketches`;
 
 /**
  * BRIN summarises a block range only when asked (or by autovacuum, a minute or more later); an unsummarised range
@@ -224,13 +268,22 @@ export class ReportAggregator {
   /** One window; null when another instance holds the lock or there is nothing new to close. */
   async fold(): Promise<WindowResult | null> {
     const result = (await this.sql.begin(async (tx) => {
-      const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`;
+      const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
       if (!lock?.ok) return null;
+      await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
       // The database's clock, not this instance's: every instance's requests are judged by one clock.
+      // A window closes REPORTS_LAG_MS behind the start of the oldest writer transaction still open (or behind
+      // now): the lag covers a request's wait for its transaction (at most WRITE_TIMEOUT_MS), and a transaction slow
+      // to commit (a standby that has not confirmed, a failover) holds the watermark back while it runs, so its rows
+      // are never passed over. Only the service's writers count (a psql session left open does not), for at most
+      // HOLD_BACK_MAX.
       const [wm] = await tx<{ at: number | null; now: number }[]>`
         SELECT CASE WHEN received_before = '-infinity' THEN NULL
                     ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
-               (extract(epoch FROM now()) * 1000)::float8 AS now
+               (extract(epoch FROM least(now(), (
+                 SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
+               ))) * 1000)::float8 AS now
         FROM report_watermark FOR UPDATE`;
       const until = new Date(wm!.now - this.opts.lagMs);
       let from = wm!.at === null ? '-infinity' : new Date(wm!.at).toISOString();
@@ -264,7 +317,8 @@ export class ReportAggregator {
       // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
       // 3.6 s against 1.4 s for 900,000 events).
       await tx`SET LOCAL enable_sort = off`;
-      const [row] = await tx.unsafe<{ events: number }[]>(FOLD, [from, to]);
+      const [row] = await tx.unsafe<{ events: number; sketches: SketchInput[] }[]>(FOLD, [from, to]);
+      await addToSketches(tx, row!.sketches);
       await tx`UPDATE report_watermark SET received_before = ${to}`;
       return { from, to, events: row!.events };
     })) as WindowResult | null;
@@ -275,4 +329,60 @@ export class ReportAggregator {
     this.lastWatermark = new Date(result.to);
     return result;
   }
+}
+
+interface SketchInput {
+  kind: 'active' | 'payers';
+  project_id: string;
+  campaign: string;
+  day: string;
+  hashes: number[];
+}
+
+/** Adds a window's users to the stored sketches of their campaigns and days: read, merged here, written back. */
+async function addToSketches(tx: Tx, inputs: SketchInput[]): Promise<void> {
+  if (inputs.length === 0) return;
+  const rows = new Map<
+    string,
+    { projectId: string; day: string; campaign: string; active?: number[]; payers?: number[] }
+  >();
+  const keyOf = (projectId: string, day: string, campaign: string) => JSON.stringify([projectId, day, campaign]);
+  for (const s of inputs) {
+    const key = keyOf(s.project_id, s.day, s.campaign);
+    const row = rows.get(key) ?? { projectId: s.project_id, day: s.day, campaign: s.campaign };
+    row[s.kind] = s.hashes;
+    rows.set(key, row);
+  }
+  const list = [...rows.values()];
+  // Days travel as text, cast by PostgreSQL: eventDate reaches years 1 to 9999 in any offset, so a day can be
+  // '0001-12-31 BC', which a JavaScript Date (postgres.js's date[] serialiser) cannot hold.
+  const stored = await tx<
+    { project_id: string; day: string; campaign: string; active: Buffer | null; payers: Buffer | null }[]
+  >`
+    SELECT d.project_id, d.day::text, d.campaign, d.active, d.payers
+    FROM unnest(${list.map((r) => r.projectId)}::uuid[], ${list.map((r) => r.day)}::text[]::date[], ${list.map((r) => r.campaign)}::text[])
+      AS k(project_id, day, campaign)
+    JOIN report_campaign_days d USING (project_id, day, campaign)`;
+  const before = new Map(stored.map((s) => [keyOf(s.project_id, s.day, s.campaign), s]));
+  const merged = (old: Buffer | null | undefined, hashes: number[] | undefined): string | null => {
+    if (hashes === undefined) return null;
+    const d = new Distinct();
+    if (old) d.addSketch(old);
+    for (const h of hashes) d.addHash(h);
+    return Buffer.from(d.encode()).toString('hex');
+  };
+  const active: (string | null)[] = [];
+  const payers: (string | null)[] = [];
+  for (const [key, r] of [...rows]) {
+    const old = before.get(key);
+    active.push(merged(old?.active, r.active));
+    payers.push(merged(old?.payers, r.payers));
+  }
+  await tx`
+    INSERT INTO report_campaign_days AS d (project_id, day, campaign, active, payers)
+    SELECT project_id, day, campaign, decode(active, 'hex'), decode(payers, 'hex')
+    FROM unnest(${list.map((r) => r.projectId)}::uuid[], ${list.map((r) => r.day)}::text[]::date[], ${list.map((r) => r.campaign)}::text[],
+                ${active}::text[], ${payers}::text[]) AS k(project_id, day, campaign, active, payers)
+    ON CONFLICT (project_id, day, campaign) DO UPDATE SET
+      active = coalesce(excluded.active, d.active), payers = coalesce(excluded.payers, d.payers)`;
 }

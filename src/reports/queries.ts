@@ -3,6 +3,7 @@
 import type { Sql } from '../db/connect.js';
 import { EVENT_TYPES } from '../pipeline/event.js';
 import { type DayRange, daysOf } from './range.js';
+import { Distinct } from './sketch.js';
 
 export interface DailyRow {
   day: string;
@@ -73,8 +74,9 @@ export class ReportStore {
     return [...rows.values()];
   }
 
-  campaigns(projectId: string, range: DayRange): Promise<CampaignRow[]> {
-    return campaignRows(this.sql, projectId, range);
+  /** The `limit` campaigns with the most new users in the range, and the users without one. */
+  campaigns(projectId: string, range: DayRange, limit: number): Promise<CampaignRow[]> {
+    return campaignRows(this.sql, projectId, range, limit);
   }
 
   /** Per currency; `range` null: every day. */
@@ -104,47 +106,62 @@ export class ReportStore {
   }
 }
 
-/** Campaigns by first touch: every figure of a user is filed under the first campaign the service saw for them. */
-async function campaignRows(sql: Sql, projectId: string, range: DayRange): Promise<CampaignRow[]> {
-  const [fresh, active, paid, revenue] = await Promise.all([
-    sql<{ campaign: string | null; n: string }[]>`
-      SELECT first_campaign AS campaign, count(*)::text AS n FROM report_users
-      WHERE project_id = ${projectId} AND first_day BETWEEN ${range.from} AND ${range.to} GROUP BY 1`,
-    // Exact distinct users over the range: its cost grows with the active user-days of the range.
-    sql<{ campaign: string | null; n: string }[]>`
-      SELECT u.first_campaign AS campaign, count(DISTINCT a.user_id)::text AS n
-      FROM report_active a JOIN report_users u ON u.project_id = a.project_id AND u.user_id = a.user_id
-      WHERE a.project_id = ${projectId} AND a.day BETWEEN ${range.from} AND ${range.to} GROUP BY 1`,
-    sql<{ campaign: string | null; n: string }[]>`
-      SELECT u.first_campaign AS campaign, count(DISTINCT p.user_id)::text AS n
-      FROM report_payments p LEFT JOIN report_users u ON u.project_id = p.project_id AND u.user_id = p.user_id
-      WHERE p.project_id = ${projectId} AND p.kind = 'payment' AND p.day BETWEEN ${range.from} AND ${range.to}
-        AND p.user_id IS NOT NULL
-      GROUP BY 1`,
-    sql<{ campaign: string | null; currency: string; net: string }[]>`
-      SELECT u.first_campaign AS campaign, p.currency,
-             (coalesce(sum(p.amount) FILTER (WHERE p.kind = 'payment'), 0)
-              - coalesce(sum(p.amount) FILTER (WHERE p.kind = 'refund'), 0))::text AS net
-      FROM report_payments p LEFT JOIN report_users u ON u.project_id = p.project_id AND u.user_id = p.user_id
-      WHERE p.project_id = ${projectId} AND p.day BETWEEN ${range.from} AND ${range.to}
+/**
+ * Campaigns by first touch, from the per-day aggregates: new users and revenue are sums; active users and payers
+ * over the range are unions of the days' sketches (exact up to EXACT_MAX users, estimated beyond).
+ */
+async function campaignRows(sql: Sql, projectId: string, range: DayRange, limit: number): Promise<CampaignRow[]> {
+  // The campaigns to show, from their counters alone: a bot with a referral code per user has as many campaigns
+  // as users, and only the shown ones' sketches are read.
+  const top = await sql<{ campaign: string }[]>`
+    SELECT campaign FROM report_campaign_days
+    WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to}
+    GROUP BY campaign ORDER BY campaign = '' DESC, sum(new_users) DESC, campaign LIMIT ${limit + 1}`;
+  const named = top.map((t) => t.campaign).filter((c) => c !== '');
+  const shown = [...named.slice(0, limit), ...(named.length < top.length ? [''] : [])];
+  const [days, revenue] = await Promise.all([
+    sql<{ campaign: string; new_users: string; active: Buffer | null; payers: Buffer | null }[]>`
+      SELECT campaign, new_users::text, active, payers FROM report_campaign_days
+      WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to} AND campaign = ANY(${shown})`,
+    sql<{ campaign: string; currency: string; net: string }[]>`
+      SELECT campaign, currency, sum(net_amount)::text AS net FROM report_campaign_revenue
+      WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to} AND campaign = ANY(${shown})
       GROUP BY 1, 2 ORDER BY 2`,
   ]);
-  const rows = new Map<string | null, CampaignRow>();
-  const row = (campaign: string | null) => {
+  const rows = new Map<
+    string,
+    { newUsers: number; active: Distinct; payers: Distinct; revenue: CampaignRow['revenue'] }
+  >();
+  const row = (campaign: string) => {
     let r = rows.get(campaign);
     if (r === undefined) {
-      r = { campaign, newUsers: 0, activeUsers: 0, payers: 0, revenue: [] };
+      r = { newUsers: 0, active: new Distinct(), payers: new Distinct(), revenue: [] };
       rows.set(campaign, r);
     }
     return r;
   };
-  for (const f of fresh) row(f.campaign).newUsers = Number(f.n);
-  for (const a of active) row(a.campaign).activeUsers = Number(a.n);
-  for (const p of paid) row(p.campaign).payers = Number(p.n);
+  for (const d of days) {
+    const r = row(d.campaign);
+    r.newUsers += Number(d.new_users);
+    if (d.active) r.active.addSketch(d.active);
+    if (d.payers) r.payers.addSketch(d.payers);
+  }
   for (const v of revenue)
     row(v.campaign).revenue.push({ currency: v.currency, netAmount: amount(v.net.split('.')[0]!) });
+  const out: CampaignRow[] = [];
+  for (const [campaign, r] of rows) {
+    const c: CampaignRow = {
+      campaign: campaign === '' ? null : campaign,
+      newUsers: r.newUsers,
+      activeUsers: r.active.count(),
+      payers: r.payers.count(),
+      revenue: r.revenue,
+    };
+    // A campaign whose only user moved to another day or campaign is left with nothing to show.
+    if (c.newUsers !== 0 || c.activeUsers !== 0 || c.payers !== 0 || c.revenue.length > 0) out.push(c);
+  }
   // Most new users first; the users without a campaign last.
-  return [...rows.values()].sort((a, b) =>
+  return out.sort((a, b) =>
     a.campaign === null ? 1 : b.campaign === null ? -1 : b.newUsers - a.newUsers || (a.campaign < b.campaign ? -1 : 1),
   );
 }

@@ -917,4 +917,55 @@ describe('admin page', () => {
     expect(new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=quarantine`);
     expect(pageProblems).toEqual([]);
   }, 60_000);
+
+  it('privacy: erases pasted ids after a confirmation that counts them, shows progress, lifts a suppression, exports a user', async () => {
+    const own = await provision(srv.url);
+    const events = ['7001', '7002', '7003'].map((u) => serverEvent({ platformUserId: u }));
+    expect((await postBotApi(srv.url, own.token, { events })).status).toBe(202);
+    await openProject(own.projectId);
+    await page.locator('[data-testid="section-nav"] a[data-section="privacy"]').click();
+    expect(new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=privacy`);
+    await expect.poll(() => byTestId('erasures-empty').isVisible()).toBe(true);
+    expect(await byTestId('erasure-request').isDisabled()).toBe(true);
+
+    // Two ids, one repeated, in the ways people paste them.
+    await byTestId('erasure-ids').fill('7001, 7002\n7001');
+    await byTestId('erasure-suppress').check();
+    await byTestId('erasure-request').click();
+    expect(await page.locator('#erasure-slot .question').textContent()).toBe(
+      'Erase everything stored about 2 users and keep them out? This cannot be undone.',
+    );
+    await byTestId('erasure-request-confirm').click();
+    await expect.poll(() => byTestId('erasure-status').first().textContent(), { timeout: 30_000 }).toBe('done');
+    expect(await byTestId('erasure-events').first().textContent()).toBe('2');
+    const api = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/erasures`)).body.items;
+    expect(api).toMatchObject([{ userCount: 2, suppress: true, status: 'done', deleted: { events: 2 } }]);
+    expect(await attrs(byTestId('suppression'), 'data-user')).toEqual(['7001', '7002']);
+
+    // Lift one: the API no longer lists it.
+    await page.locator('[data-testid="suppression"][data-user="7001"] [data-testid="suppression-lift"]').click();
+    await page
+      .locator('[data-testid="suppression"][data-user="7001"] [data-testid="suppression-lift-confirm"]')
+      .click();
+    await expect.poll(() => attrs(byTestId('suppression'), 'data-user')).toEqual(['7002']);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/suppressions`)).body.items).toMatchObject([
+      { userId: '7002' },
+    ]);
+
+    // The export of a user still held, as the API makes it.
+    await byTestId('export-user').fill('7003');
+    const [download] = await Promise.all([page.waitForEvent('download'), byTestId('export-submit').click()]);
+    const lines = readFileSync((await download.path())!, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    // The report tables' lines (campaign, active_day) come once the reports have folded the event in.
+    const types = lines
+      .map((l: { type: string }) => l.type)
+      .filter((t: string) => t !== 'campaign' && t !== 'active_day');
+    expect(types).toEqual(['profile', 'event', 'end']);
+    expect(lines.find((l: { type: string }) => l.type === 'event').data.event_id).toBe(events[2]!.eventId);
+    expect(download.suggestedFilename()).toBe('user-7003.ndjson');
+    expect(pageProblems).toEqual([]);
+  }, 60_000);
 });

@@ -114,6 +114,42 @@ describe('the CLI', () => {
     expect(cli('report', 'daily', p.projectId, '--from', 'yesterday').status).toBe(1);
   });
 
+  it("exports a user's data as NDJSON, erases it with a suppression, and lifts the suppression", async () => {
+    const p = await provision(srv.url);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent({ platformUserId: '6001' })] })).status).toBe(
+      202,
+    );
+    const exported = cli('user', 'export', p.projectId, '6001');
+    expect(exported.status).toBe(0);
+    const lines = exported.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    // The report tables' lines (campaign, active_day) come once the reports have folded the event in.
+    expect(
+      lines.map((l: { type: string }) => l.type).filter((t: string) => t !== 'campaign' && t !== 'active_day'),
+    ).toEqual(['profile', 'event', 'end']);
+    const erased = cli('user', 'erase', p.projectId, '6001', '--suppress');
+    expect(erased.json).toMatchObject({ status: 'pending', userIds: ['6001'], suppress: true });
+    await expect
+      .poll(() => cli('user', 'erasure', p.projectId, erased.json.erasureId).json?.status, { timeout: 30_000 })
+      .toBe('done');
+    expect(cli('user', 'erasure', p.projectId, erased.json.erasureId).json.deleted).toEqual({
+      events: 1,
+      users: 1,
+      quarantine: 0,
+    });
+    expect(
+      cli('user', 'export', p.projectId, '6001')
+        .stdout.trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).type),
+    ).toEqual(['suppression', 'end']);
+    expect(cli('user', 'unsuppress', p.projectId, '6001').status).toBe(0);
+    expect(cli('user', 'unsuppress', p.projectId, '6001').status).toBe(1);
+    expect(cli('user', 'erase', p.projectId).status).toBe(2);
+  });
+
   it('refuses an unknown command and a flag without its value with the usage', () => {
     expect(cli('quarantine', 'explode').status).toBe(2);
     const r = cli('quarantine', 'list', 'x', '--limit');

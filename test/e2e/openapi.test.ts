@@ -813,6 +813,56 @@ describe('admin API', () => {
       200,
     );
     expect(stats.body.topDiagnostics).toEqual([{ code: 'event_type_unknown', count: 1 }]);
+    const erased = await adminCall(
+      'POST',
+      '/admin/projects/{projectId}/erasures',
+      `/admin/projects/${projectId}/erasures`,
+      { userIds: ['1001'], suppress: true },
+      202,
+    );
+    await adminCall(
+      'POST',
+      '/admin/projects/{projectId}/erasures',
+      `/admin/projects/${projectId}/erasures`,
+      { userIds: ['x'] },
+      400,
+      'bad_request',
+    );
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/erasures/{erasureId}',
+      `/admin/projects/${projectId}/erasures/${erased.body.erasureId}`,
+      undefined,
+      200,
+    );
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/erasures',
+      `/admin/projects/${projectId}/erasures`,
+      undefined,
+      200,
+    );
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/suppressions',
+      `/admin/projects/${projectId}/suppressions`,
+      undefined,
+      200,
+    );
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/users/{userId}/export',
+      `/admin/projects/${projectId}/users/1001/export`,
+      undefined,
+      200,
+    );
+    await adminCall(
+      'DELETE',
+      '/admin/projects/{projectId}/suppressions/{userId}',
+      `/admin/projects/${projectId}/suppressions/1001`,
+      undefined,
+      204,
+    );
     await adminCall('DELETE', '/admin/tokens/{tokenId}', `/admin/tokens/${token.body.tokenId}`, undefined, 204);
   });
 
@@ -1330,8 +1380,8 @@ describe('probes, metrics, the page', () => {
 // Both directions: every route is documented, every documented operation was exercised.
 
 /**
- * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/reports-api.ts, src/http/live.ts
- * and src/admin/page.ts
+ * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/reports-api.ts,
+ * src/admin/privacy-api.ts, src/http/live.ts and src/admin/page.ts
  * register (other than the 405/404 fallbacks).
  */
 const ROUTES = [
@@ -1365,6 +1415,12 @@ const ROUTES = [
   'DELETE /admin/projects/{projectId}/quarantine',
   'GET /admin/projects/{projectId}/quarantine/summary',
   'POST /admin/projects/{projectId}/quarantine/replay',
+  'POST /admin/projects/{projectId}/erasures',
+  'GET /admin/projects/{projectId}/erasures',
+  'GET /admin/projects/{projectId}/erasures/{erasureId}',
+  'GET /admin/projects/{projectId}/suppressions',
+  'DELETE /admin/projects/{projectId}/suppressions/{userId}',
+  'GET /admin/projects/{projectId}/users/{userId}/export',
   'GET /admin/live',
   'GET /admin/',
   'GET /admin',

@@ -83,50 +83,61 @@ function expectedDaily(from: string, to: string) {
   return rows;
 }
 
-/** The campaigns report as this test computes it from `stored`: first touch, payments once per charge. */
+/**
+ * The campaigns report as this test computes it from `stored`: a user is new under their first campaign (first
+ * touch); activity and payments count under the first campaign known by then (the test folds each request before
+ * the next one that could change it); payments once per charge.
+ */
 function expectedCampaigns(from: string, to: string) {
   const inRange = (e: Sent) => e.eventDate.slice(0, 10) >= from && e.eventDate.slice(0, 10) <= to;
   const first = new Map<string, string>();
   const firstDay = new Map<string, string>();
+  const at = new Map<Sent, string | null>();
   for (const e of stored) {
     const c = e.campaign ?? e.propsString?.['tg.start_param'];
     if (c !== undefined && !first.has(e.platformUserId)) first.set(e.platformUserId, c);
+    at.set(e, first.get(e.platformUserId) ?? null);
     const d = e.eventDate.slice(0, 10);
     if (!firstDay.has(e.platformUserId) || d < firstDay.get(e.platformUserId)!) firstDay.set(e.platformUserId, d);
   }
-  const rows = new Map<
-    string | null,
-    {
-      campaign: string | null;
-      newUsers: number;
-      activeUsers: number;
-      payers: number;
-      revenue: { currency: string; netAmount: number }[];
-    }
-  >();
-  const row = (u: string) => {
-    const c = first.get(u) ?? null;
-    if (!rows.has(c)) rows.set(c, { campaign: c, newUsers: 0, activeUsers: 0, payers: 0, revenue: [] });
+  type Row = {
+    campaign: string | null;
+    newUsers: number;
+    activeUsers: number;
+    payers: number;
+    revenue: { currency: string; netAmount: number }[];
+  };
+  const rows = new Map<string | null, Row & { active: Set<string>; paid: Set<string> }>();
+  const row = (c: string | null) => {
+    if (!rows.has(c))
+      rows.set(c, {
+        campaign: c,
+        newUsers: 0,
+        activeUsers: 0,
+        payers: 0,
+        revenue: [],
+        active: new Set(),
+        paid: new Set(),
+      });
     return rows.get(c)!;
   };
-  for (const [u, d] of firstDay) if (d >= from && d <= to) row(u).newUsers++;
-  for (const u of new Set(stored.filter(inRange).map((e) => e.platformUserId))) row(u).activeUsers++;
+  for (const [u, d] of firstDay) if (d >= from && d <= to) row(first.get(u) ?? null).newUsers++;
+  for (const e of stored.filter(inRange)) row(at.get(e)!).active.add(e.platformUserId);
   const charges = new Map<string, Sent>();
   for (const e of stored) {
     const charge = e.propsString?.['tg.telegram_payment_charge_id'];
     if (charge !== undefined && !charges.has(`${e.eventName}:${charge}`)) charges.set(`${e.eventName}:${charge}`, e);
   }
-  const payments = [...charges.values()].filter(inRange);
-  for (const u of new Set(payments.filter((e) => e.eventName === 'successful_payment').map((e) => e.platformUserId)))
-    row(u).payers++;
-  for (const e of payments) {
-    const r = row(e.platformUserId);
+  for (const e of [...charges.values()].filter(inRange)) {
+    const r = row(at.get(e)!);
+    if (e.eventName === 'successful_payment') r.paid.add(e.platformUserId);
     const currency = e.propsString!['tg.currency']!;
     let line = r.revenue.find((v) => v.currency === currency);
     if (line === undefined) r.revenue.push((line = { currency, netAmount: 0 }));
     line.netAmount += (e.eventName === 'refunded_payment' ? -1 : 1) * e.propsLong!['tg.total_amount']!;
   }
   return [...rows.values()]
+    .map(({ active, paid, ...r }): Row => ({ ...r, activeUsers: active.size, payers: paid.size }))
     .filter((r) => r.newUsers + r.activeUsers + r.payers + r.revenue.length > 0)
     .sort((a, b) =>
       a.campaign === null
@@ -245,6 +256,35 @@ describe('reports', () => {
     );
   });
 
+  it('files a user first seen without a campaign under it once it is known: new there, earlier activity under none', async () => {
+    const before = ev('1006', '2026-11-01T09:00:00Z');
+    await send(p.token, [before], [before]);
+    await expect.poll(() => campaign('1006'), { timeout: 10_000 }).toEqual([null, null]);
+    const start = ev('1006', '2026-11-02T09:00:00Z', {
+      eventOrigin: 'platform',
+      eventName: 'command',
+      propsString: { 'tg.command': 'start', 'tg.start_param': 'summer' },
+    });
+    const paid = payment('1006', '2026-11-02T09:05:00Z', 'ch-1006', 250);
+    await send(p.token, [start, paid], [start, paid]);
+    await expect.poll(() => campaign('1006'), { timeout: 10_000 }).toEqual(['summer', 'summer']);
+    const want = expectedCampaigns('2026-10-15', '2026-11-03');
+    expect(want.find((r) => r.campaign === 'summer')).toEqual({
+      campaign: 'summer',
+      newUsers: 1,
+      activeUsers: 1,
+      payers: 1,
+      revenue: [{ currency: 'XTR', netAmount: 250 }],
+    });
+    await expect.poll(() => report('campaigns?from=2026-10-15&to=2026-11-03'), { timeout: 10_000 }).toEqual(want);
+    // limit: the campaigns with the most new users (ties by name), and those without one besides.
+    expect(await report('campaigns?from=2026-10-15&to=2026-11-03&limit=1')).toEqual([want[0], want.at(-1)]);
+    // On the day before the campaign was known, the user was active under none, and new under summer.
+    const nov1 = expectedCampaigns('2026-11-01', '2026-11-01');
+    expect(nov1.find((r) => r.campaign === 'summer')).toMatchObject({ newUsers: 1, activeUsers: 0 });
+    expect(await report('campaigns?from=2026-11-01&to=2026-11-01')).toEqual(nov1);
+  });
+
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
     const other = await provision(srv.url);
     const huge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');
@@ -257,10 +297,52 @@ describe('reports', () => {
     await expect
       .poll(revenue, { timeout: 10_000 })
       .toEqual([{ currency: 'XTR', totalAmount: 700, refundedAmount: 0, netAmount: 700, payments: 1, refunds: 0 }]);
-    const day = (
-      await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-05&to=2026-11-05`)
-    ).body;
-    expect(day[0]).toMatchObject({ events: 2, activeUsers: 2 });
+    const day = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-05&to=2026-11-05`))
+        .body[0];
+    await expect.poll(day, { timeout: 10_000 }).toMatchObject({ events: 2, activeUsers: 2 });
+  });
+
+  it('keeps folding after events dated at the ends of the calendar (year 1 BC in UTC, year 10000), with a campaign', async () => {
+    const other = await provision(srv.url);
+    const edge = (date: string) =>
+      ev('5001', date, {
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': 'edge' },
+      });
+    const events = [
+      edge('0001-01-01T00:00:00+14:00'),
+      edge('9999-12-31T23:59:59-14:00'),
+      ev('5002', '2026-11-07T10:00:00Z'),
+    ];
+    expect((await postBotApi(srv.url, other.token, { events })).status).toBe(202);
+    const day = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-07&to=2026-11-07`))
+        .body[0];
+    await expect.poll(day, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
+    const later = ev('5003', '2026-11-07T11:00:00Z');
+    expect((await postBotApi(srv.url, other.token, { events: [later] })).status).toBe(202);
+    await expect.poll(day, { timeout: 10_000 }).toMatchObject({ events: 2, activeUsers: 2 });
+  });
+
+  it('folds in a commit that lands long after its request arrived (a standby slow to confirm, a failover)', async () => {
+    const other = await provision(srv.url);
+    const daily = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-06&to=2026-11-06`))
+        .body[0];
+    // A writer's transaction as a slow commit leaves it: rows received before it began, open for many lags.
+    await db.sql.begin(async (tx) => {
+      // As the writer names its connections: the aggregator waits on writers, not on any session left open.
+      await tx`SET LOCAL application_name = 'tg-ingest writer 9'`;
+      await tx`
+        INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                            platform_user_id, origin, channel, tg, billed)
+        VALUES (${other.projectId}, ${other.botId}, ${randomUUID()}, 'message_received', 'message',
+                '2026-11-06T10:00:00Z', now() - interval '100 milliseconds', 4001, 'custom', 'bot_api', '{}', true)`;
+      await new Promise((r) => setTimeout(r, 2000));
+    });
+    await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
   });
 
   it('answers CSV with the same numbers', async () => {
@@ -292,6 +374,10 @@ describe('reports', () => {
       expect([q, r.status, r.body.error]).toEqual([q, 400, 'bad_request']);
     }
     expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue?by=week`)).status).toBe(400);
+    for (const limit of ['0', '1001', '1.5', 'x'])
+      expect(
+        (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/campaigns?limit=${limit}`)).status,
+      ).toBe(400);
     const unknown = await admin(srv.url, 'GET', `/admin/projects/${randomUUID()}/reports/daily`);
     expect(unknown.status).toBe(404);
     expect(

@@ -1,5 +1,5 @@
 // The shape of src/: imports only go down,
-//   app → openapi → {http, admin} → ingest → {auth, limits, quality, reports, worker} → {pipeline, cache} → writer
+//   app → openapi → {http, admin} → ingest → {auth, limits, quality, reports, privacy, worker} → {pipeline, cache} → writer
 //   → db.
 // A module may import its own folder, anything below its layer, and the shared leaves every layer uses
 // (errors, the model's types, endpoints, the logger, config). Handlers of the HTTP front (ingest/, admin/) may
@@ -20,6 +20,7 @@ const LAYERS: Record<string, number> = {
   limits: 2,
   quality: 2,
   reports: 2,
+  privacy: 2,
   worker: 2,
   pipeline: 3,
   cache: 3,

@@ -1,6 +1,7 @@
 // @ts-check
 // The admin page, its entry: empty views to start from, then the stored sign-in. Every section is a
-// module of its own (core, api, signin, projects, bots, tokens, confirm, plan, quarantine, live, counts, reports),
+// module of its own (core, api, signin, projects, bots, tokens, confirm, plan, quarantine, live, counts, reports,
+// privacy),
 // type-checked by tsconfig.page.json; data reaches the DOM through textContent and setAttribute only.
 import { $, STORAGE_KEY } from './core.js';
 import { ApiError, describe } from './api.js';

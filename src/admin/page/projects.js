@@ -8,6 +8,7 @@ import { loadQuarantine, resetQuarantine } from './quarantine.js';
 import { resetWatch } from './live.js';
 import { resetLive, startLive } from './counts.js';
 import { loadReports, resetReports } from './reports.js';
+import { loadPrivacy, resetPrivacy } from './privacy.js';
 
 const allowanceText = (a) => (a === null || a === undefined ? 'unlimited' : `${fmt(a)} events / month`);
 
@@ -84,12 +85,14 @@ export function selectProject(projectId) {
   resetQuarantine();
   resetPlan();
   resetReports();
+  resetPrivacy();
   state.bots = [];
   renderBots();
   loadBots();
   loadPlan();
   loadQuarantine();
   loadReports();
+  loadPrivacy();
   startLive();
   const section = /[#&]section=([a-z]+)/.exec(location.hash)?.[1];
   if (section !== undefined) goToSection(section);

@@ -1,0 +1,43 @@
+// erasure-50m: on the 50-million-row table of b-large-50m, 1,000 users with 10 events each (five in each month's
+// partition) are erased while b-large runs beside the eraser; the row's events/s against b-large-50m's (same table,
+// same run, no erasure) is the cost to ingestion. The request is written as the admin API writes it; the service's
+// eraser takes it up within a second.
+import { digestOf } from '../src/privacy/store.js';
+import type { Database } from './lib/env.js';
+
+export const ERASURE_USERS = 1000;
+const EVENTS_PER_USER = 10;
+/** Well clear of the preloaded users (100000000 + 10 million). */
+const FIRST_USER = 900_000_000;
+
+/** Their events, then the erasure request: called before the warm-up, so the eraser runs through the window. */
+export async function plantAndRequest(db: Database, ids: { projectId: string; botId: string }): Promise<void> {
+  await db.sql`
+    INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id,
+                        origin, channel, tg, billed)
+    SELECT ${ids.projectId}, ${ids.botId}, gen_random_uuid(), 'screen_view', 'interaction', t, t, ${FIRST_USER} + u, 'custom',
+           'bot_api', NULL, true
+    FROM generate_series(0, ${ERASURE_USERS - 1}) u, generate_series(0, ${EVENTS_PER_USER - 1}) k,
+    LATERAL (SELECT CASE WHEN k % 2 = 0 THEN date_trunc('month', now()) - interval '10 days' - k * interval '1 hour'
+                         ELSE now() - interval '1 hour' - k * interval '1 minute' END AS t) AS ts`;
+  const users = Array.from({ length: ERASURE_USERS }, (_, u) => String(FIRST_USER + u));
+  await db.sql`
+    INSERT INTO erasures (project_id, user_ids, user_count, digest, suppress)
+    VALUES (${ids.projectId}, ${users}::bigint[], ${users.length}, ${digestOf(users)}, false)`;
+}
+
+/** Waits for the erasure to finish: its time (from request to done) and what it deleted. */
+export async function awaitErasure(db: Database, say: (s: string) => void): Promise<Record<string, number | string>> {
+  for (;;) {
+    const [e] = await db.sql<{ status: string; s: number | null; deleted: string; error: string | null }[]>`
+      SELECT status, extract(epoch FROM finished_at - created_at)::float8 AS s, deleted_events::text AS deleted, error
+      FROM erasures ORDER BY created_at DESC LIMIT 1`;
+    if (e!.status === 'done' || e!.status === 'failed') {
+      say(
+        `erasure-50m: ${e!.status} in ${e!.s?.toFixed(1)} s, ${e!.deleted} events deleted${e!.error ? ` (${e!.error})` : ''}`,
+      );
+      return { 'erasure s': e!.s ?? Number.NaN, 'erased events': Number(e!.deleted), 'erasure status': e!.status };
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}

@@ -1,0 +1,229 @@
+// Runs erasure requests in the background, oldest first, one step per transaction: a slice of one events partition
+// (ERASURE_BLOCKS pages, read by a TID range scan: no index on users is kept, so ingestion pays nothing for
+// erasures), then the users table, the quarantine in slices, and the report tables. Each step moves the erasure's
+// `step` in the transaction that deletes, so a step retried after a crash or on another instance deletes nothing
+// twice and skips nothing. An advisory lock taken per step keeps one instance at work at a time.
+import type { Sql, Tx } from '../db/connect.js';
+import { REPORTS_FOLD_LOCK } from '../db/locks.js';
+import type { Logger } from '../log.js';
+import { USER_IN_QUARANTINE } from './store.js';
+
+const LOCK_KEY = 7_240_311_913;
+/** Quarantined events examined per step: each is at most 64 KiB of JSON. */
+const QUARANTINE_SLICE = 1000;
+/** Days of report_active per step, each read by primary-key probes. */
+const REPORT_DAYS_SLICE = 31;
+/** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
+const MAX_ATTEMPTS = 6;
+
+type Step =
+  | { phase?: undefined }
+  | { phase: 'events'; part: string; block: number }
+  | { phase: 'users' }
+  | { phase: 'quarantine'; after: number }
+  | { phase: 'reports' }
+  | { phase: 'report_active'; day: string | null };
+
+interface Job {
+  erasure_id: string;
+  project_id: string;
+  status: 'pending' | 'running';
+  user_ids: string[];
+  suppress: boolean;
+  step: Step;
+}
+
+export interface EraserOptions {
+  /** Pages of an events partition read per step (8 KiB each). */
+  blocksPerStep: number;
+  /** How often an idle eraser looks for work. */
+  pollMs: number;
+  /**
+   * How long a suppressing erasure waits before it reads the events: until every instance refuses the users
+   * (2 × AUTH_CACHE_TTL_MS) and every request admitted before then is committed or answered (WRITE_TIMEOUT_MS), so no
+   * event of theirs lands behind the pass.
+   */
+  settleMs: number;
+}
+
+export class Eraser {
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly opts: EraserOptions,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** A request was made here: start on it now rather than at the next poll. */
+  wake(): void {
+    if (this.running === null && !this.stopped) this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.running !== null) return;
+      this.running = this.drain()
+        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'erasure step failed'))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.opts.pollMs);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** Steps until there is no work (or another instance holds the lock). */
+  async drain(): Promise<void> {
+    while (!this.stopped && (await this.step())) {
+      // Let requests in between steps.
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /** One step of the oldest open erasure; false when there is none to do here. */
+  async step(): Promise<boolean> {
+    let job: Job | null = null;
+    try {
+      return (await this.sql.begin(async (tx) => {
+        const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`;
+        if (!lock?.ok) return false;
+        const [j] = await tx<Job[]>`
+          SELECT erasure_id, project_id, status, user_ids::text[] AS user_ids, suppress, step FROM erasures
+          WHERE status IN ('pending', 'running') AND (retry_at IS NULL OR retry_at <= now())
+            AND (NOT suppress OR created_at <= now() - ${this.opts.settleMs} * interval '1 millisecond')
+          ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED`;
+        if (j === undefined) return false;
+        job = j;
+        if (j.status === 'pending')
+          await tx`UPDATE erasures SET status = 'running', started_at = now() WHERE erasure_id = ${j.erasure_id}`;
+        // Bounded work; a lock another session holds long (DDL on a partition) fails the step, which is retried.
+        await tx`SET LOCAL lock_timeout = '5s'`;
+        await this.advance(tx, j);
+        return true;
+      })) as boolean;
+    } catch (err) {
+      const failed = job as Job | null;
+      if (failed === null) throw err;
+      // Counted in the row, so every instance and a restart see the same attempts; a step that passes resets them.
+      const message = (err as Error).message.slice(0, 500);
+      const [r] = await this.sql<{ attempts: number }[]>`
+        UPDATE erasures SET attempts = attempts + 1, error = ${message},
+          retry_at = now() + power(2, least(attempts + 1, 5)) * interval '1 second',
+          status = CASE WHEN attempts + 1 >= ${MAX_ATTEMPTS} THEN 'failed' ELSE status END,
+          finished_at = CASE WHEN attempts + 1 >= ${MAX_ATTEMPTS} THEN now() END,
+          user_ids = CASE WHEN attempts + 1 >= ${MAX_ATTEMPTS}
+            THEN (SELECT array_agg(user_id ORDER BY user_id) FROM suppressions WHERE erasure_id = ${failed.erasure_id})
+            ELSE user_ids END
+        WHERE erasure_id = ${failed.erasure_id}
+        RETURNING attempts`.catch(() => []);
+      const attempts = r?.attempts ?? 0;
+      this.log[attempts >= MAX_ATTEMPTS ? 'error' : 'warn'](
+        { err: message, erasureId: failed.erasure_id, attempts },
+        attempts >= MAX_ATTEMPTS ? 'erasure failed' : 'erasure step failed; retried later',
+      );
+      return false;
+    }
+  }
+
+  private async advance(tx: Tx, j: Job): Promise<void> {
+    const ids = j.user_ids;
+    const s = j.step;
+    const move = (next: Step, counts: { events?: number; users?: number; quarantine?: number } = {}) => tx`
+      UPDATE erasures SET step = ${tx.json(next as never)}, attempts = 0, retry_at = NULL, error = NULL,
+        deleted_events = deleted_events + ${counts.events ?? 0},
+        deleted_users = deleted_users + ${counts.users ?? 0},
+        deleted_quarantine = deleted_quarantine + ${counts.quarantine ?? 0}
+      WHERE erasure_id = ${j.erasure_id}`;
+    if (s.phase === undefined || s.phase === 'events') {
+      const parts = await partitions(tx);
+      const at = s.phase === 'events' ? parts.findIndex((p) => p.name >= s.part) : 0;
+      const part = at === -1 ? undefined : parts[at];
+      if (part === undefined) return void (await move({ phase: 'users' }));
+      const block = s.phase === 'events' && s.part === part.name ? s.block : 0;
+      if (block >= part.blocks) {
+        const next = parts[at + 1];
+        return void (await move(
+          next === undefined ? { phase: 'users' } : { phase: 'events', part: next.name, block: 0 },
+        ));
+      }
+      const end = block + this.opts.blocksPerStep;
+      // Names come from pg_inherits and match events_YYYY_MM (partitions()); the block numbers are integers.
+      const gone = await tx.unsafe(
+        `DELETE FROM ${part.name} WHERE ctid >= '(${block},0)'::tid AND ctid < '(${end},0)'::tid
+           AND project_id = $1 AND platform_user_id = ANY($2::bigint[])`,
+        [j.project_id, ids],
+      );
+      return void (await move({ phase: 'events', part: part.name, block: end }, { events: gone.count }));
+    }
+    if (s.phase === 'users') {
+      const gone =
+        await tx`DELETE FROM users WHERE project_id = ${j.project_id} AND messenger_user_id = ANY(${ids}::bigint[])`;
+      return void (await move({ phase: 'quarantine', after: 0 }, { users: gone.count }));
+    }
+    if (s.phase === 'quarantine') {
+      // The verified user of a webapp event, or the platformUserId a bot_api event names in its stored body.
+      const [r] = await tx<{ last: string | null; gone: number }[]>`
+        WITH slice AS (
+          SELECT id, user_id, event, truncated FROM quarantine WHERE project_id = ${j.project_id} AND id > ${s.after}
+          ORDER BY id LIMIT ${QUARANTINE_SLICE}
+        ), gone AS (
+          DELETE FROM quarantine q USING slice s
+          WHERE q.id = s.id AND (s.user_id = ANY(${ids}::bigint[])
+             OR ${tx.unsafe(USER_IN_QUARANTINE.replaceAll('event', 's.event').replaceAll('truncated', 's.truncated'))} = ANY(${ids}::text[]))
+          RETURNING 1
+        )
+        SELECT (SELECT max(id) FROM slice)::text AS last, (SELECT count(*) FROM gone)::int AS gone`;
+      const next: Step = r!.last === null ? { phase: 'reports' } : { phase: 'quarantine', after: Number(r!.last) };
+      return void (await move(next, { quarantine: r!.gone }));
+    }
+    if (s.phase === 'reports') {
+      // After any fold still running (it may have read their events before they were deleted): a later one
+      // cannot see them.
+      await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+      // Who they were to the reports: first day and campaign, payments. The counts stay, as usage does.
+      await tx`DELETE FROM report_users WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
+      await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
+      return void (await move({ phase: 'report_active', day: null }));
+    }
+    // report_active: the days they were active, a month of days per step.
+    const days = await tx<{ day: string }[]>`
+      SELECT day::text FROM report_days WHERE project_id = ${j.project_id}
+        ${s.day === null ? tx`` : tx`AND day > ${s.day}::date`}
+      ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
+    for (const { day } of days)
+      await tx`DELETE FROM report_active WHERE project_id = ${j.project_id} AND day = ${day}::date AND user_id = ANY(${ids}::bigint[])`;
+    if (days.length === REPORT_DAYS_SLICE) return void (await move({ phase: 'report_active', day: days.at(-1)!.day }));
+    // Done: the ids stay only while they are suppressed.
+    await tx`
+      UPDATE erasures SET status = 'done', finished_at = now(), step = '{}', attempts = 0, retry_at = NULL, error = NULL,
+        user_ids = CASE WHEN suppress
+          THEN (SELECT array_agg(user_id ORDER BY user_id) FROM suppressions WHERE erasure_id = ${j.erasure_id})
+        END
+      WHERE erasure_id = ${j.erasure_id}`;
+    this.log.info({ erasureId: j.erasure_id }, 'erasure done');
+  }
+}
+
+async function partitions(tx: Tx): Promise<{ name: string; blocks: number }[]> {
+  return tx<{ name: string; blocks: number }[]>`
+    SELECT c.relname AS name, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS blocks
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$'
+    ORDER BY 1`;
+}

@@ -1,0 +1,356 @@
+// A person's data on request, over real HTTP and PostgreSQL: an erasure removes a user's rows from both month
+// partitions, the users table, the quarantine and the report tables and leaves everyone else's (counted before and
+// after) and the usage alone; a suppressed user is refused on both endpoints by a second instance too; an erasure
+// killed midway finishes after a restart; an export holds exactly what the database holds.
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { makeInitData, newSigner } from '../helpers/initdata.js';
+import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
+
+const signer = newSigner();
+let db: TestDatabase;
+let srv: RunningServer;
+let second: RunningServer;
+let p: Provisioned;
+// A suppressing erasure waits 2 × AUTH_CACHE_TTL_MS + WRITE_TIMEOUT_MS before it reads events: 3 s here.
+const env = {
+  INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+  RATE_LIMIT_BURST: '100000',
+  AUTH_CACHE_TTL_MS: '500',
+  WRITE_TIMEOUT_MS: '2000',
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  srv = await startServer(db.url, env);
+  second = await startServer(db.url, env);
+  p = await provision(srv.url);
+});
+afterAll(async () => {
+  await srv?.stop();
+  await second?.stop();
+  await db?.drop();
+});
+
+const webapp = (base: string, user: number, events: Record<string, unknown>[], startParam?: string) =>
+  call(`${base}/tg/webapp`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain' },
+    body: {
+      botId: p.botId,
+      auth: {
+        initData: makeInitData(signer, {
+          messengerBotId: p.messengerBotId,
+          user: { id: user, first_name: `U${user}` },
+          ...(startParam ? { extra: { start_param: startParam } } : {}),
+        }),
+      },
+      events,
+    },
+  });
+const webappEvent = (over: Record<string, unknown> = {}) => ({
+  eventId: randomUUID(),
+  eventName: 'app_open',
+  eventType: 'interaction',
+  eventDate: '2026-11-22T10:00:00Z',
+  ...over,
+});
+
+/** What the database holds on a user of the project, table by table. */
+async function holdings(user: string) {
+  const [r] = await db.sql<Record<string, number>[]>`
+    SELECT
+      (SELECT count(*) FROM events WHERE project_id = ${p.projectId} AND platform_user_id = ${user}::bigint)::int AS events,
+      (SELECT count(DISTINCT tableoid) FROM events WHERE project_id = ${p.projectId} AND platform_user_id = ${user}::bigint)::int AS partitions,
+      (SELECT count(*) FROM users WHERE project_id = ${p.projectId} AND messenger_user_id = ${user}::bigint)::int AS users,
+      (SELECT count(*) FROM quarantine WHERE project_id = ${p.projectId}
+         AND (user_id = ${user}::bigint OR event LIKE ${`%"platformUserId":"${user}"%`}))::int AS quarantine,
+      (SELECT count(*) FROM report_users WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_users,
+      (SELECT count(*) FROM report_active WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_active,
+      (SELECT count(*) FROM report_payments WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_payments`;
+  return r!;
+}
+
+/** An event stored last month, as the service would have stored it then. */
+async function storedLastMonth(user: string): Promise<void> {
+  await db.sql`
+    INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                        platform_user_id, origin, channel, tg, billed)
+    VALUES (${p.projectId}, ${p.botId}, ${randomUUID()}, 'message_received', 'message',
+            date_trunc('month', now()) - interval '3 days', date_trunc('month', now()) - interval '3 days',
+            ${user}::bigint, 'custom', 'bot_api', '{}', true)`;
+}
+
+const erasure = async (base: string, id: string) =>
+  (await admin(base, 'GET', `/admin/projects/${p.projectId}/erasures/${id}`)).body;
+
+describe('erasure', () => {
+  it("removes a user's rows from every table, both months, and leaves other users' rows and the usage as they were", async () => {
+    for (const user of ['2001', '2002']) {
+      const start = serverEvent({
+        platformUserId: user,
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': `camp_${user}` },
+      });
+      const paid = serverEvent({
+        platformUserId: user,
+        eventOrigin: 'platform',
+        eventName: 'successful_payment',
+        eventType: 'payment',
+        propsString: { 'tg.currency': 'XTR', 'tg.telegram_payment_charge_id': `charge-${user}` },
+        propsLong: { 'tg.total_amount': 50 },
+      });
+      // Rejected, and naming another user first in its body (a nested key): it is this user's all the same.
+      const broken = {
+        propsString: { platformUserId: '9999' },
+        ...serverEvent({ platformUserId: user, eventDate: 'not a date' }),
+      };
+      const r = await postBotApi(srv.url, p.token, {
+        events: [start, paid, broken, serverEvent({ platformUserId: user })],
+        users: [{ messengerUserId: Number(user), username: `u${user}`, firstName: 'Name' }],
+      });
+      expect(r.status).toBe(202);
+      expect((await webapp(srv.url, Number(user), [webappEvent(), webappEvent({ eventDate: 'never' })])).status).toBe(
+        202,
+      );
+      await storedLastMonth(user);
+    }
+    await expect.poll(async () => (await holdings('2002')).report_users, { timeout: 10_000 }).toBe(1);
+    await expect.poll(async () => (await holdings('2001')).report_active, { timeout: 10_000 }).toBeGreaterThan(0);
+    const before = await holdings('2001');
+    const others = await holdings('2002');
+    expect(before).toMatchObject({
+      events: 5,
+      partitions: 2,
+      users: 1,
+      quarantine: 2,
+      report_users: 1,
+      report_payments: 1,
+    });
+    const usage = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
+
+    const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: ['2001', '2001'] });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ status: 'pending', userIds: ['2001'], suppress: false, userCount: 1 });
+    expect(typeof r.body.createdAt).toBe('string');
+    await expect.poll(async () => (await erasure(srv.url, r.body.erasureId)).status, { timeout: 20_000 }).toBe('done');
+    const done = await erasure(srv.url, r.body.erasureId);
+    expect(done).toMatchObject({
+      deleted: { events: 5, users: 1, quarantine: 2 },
+      // Not suppressed: the ids are not kept, only their count and digest.
+      userIds: null,
+      userCount: 1,
+      digest: `sha256:${createHash('sha256').update('2001').digest('hex')}`,
+    });
+    expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
+    expect(await holdings('2001')).toEqual({
+      events: 0,
+      partitions: 0,
+      users: 0,
+      quarantine: 0,
+      report_users: 0,
+      report_active: 0,
+      report_payments: 0,
+    });
+    expect(await holdings('2002')).toEqual(others);
+    // A ledger, not a count of rows: the month's usage stands.
+    expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body).toEqual(usage);
+    // The campaigns report keeps its numbers (aggregates are counts), but nothing names the user.
+    const campaigns = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/campaigns`)).body;
+    expect(campaigns.map((c: { campaign: string | null }) => c.campaign)).toContain('camp_2001');
+  });
+
+  it('exports exactly what the database holds on a user, as NDJSON ending with the counts', async () => {
+    const res = await fetch(`${srv.url}/admin/projects/${p.projectId}/users/2002/export`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson');
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> });
+    const of = (type: string) => lines.filter((l) => l.type === type).map((l) => l.data);
+    const ids = await db.sql<{ event_id: string }[]>`
+      SELECT event_id FROM events WHERE project_id = ${p.projectId} AND platform_user_id = 2002`;
+    expect(
+      of('event')
+        .map((e) => e.event_id)
+        .sort(),
+    ).toEqual(ids.map((r) => r.event_id).sort());
+    // The webapp session's profile, signed, replaced the one the bot sent.
+    expect(of('profile')).toEqual([expect.objectContaining({ first_name: 'U2002', messenger_user_id: 2002 })]);
+    expect(of('campaign')).toEqual([expect.objectContaining({ firstCampaign: 'camp_2002' })]);
+    expect(of('quarantined')).toHaveLength((await holdings('2002')).quarantine);
+    const days = await db.sql<{ day: string }[]>`
+      SELECT day::text FROM report_active WHERE project_id = ${p.projectId} AND user_id = 2002 ORDER BY day`;
+    expect(of('active_day')).toEqual(days.map((d) => d.day));
+    expect(of('payment')).toEqual([expect.objectContaining({ kind: 'payment', chargeKey: 'charge-2002', amount: 50 })]);
+    expect(lines.at(-1)).toEqual({
+      type: 'end',
+      data: {
+        profile: 1,
+        campaign: 1,
+        suppression: 0,
+        activeDays: days.length,
+        payments: 1,
+        events: ids.length,
+        quarantined: 2,
+      },
+    });
+    const nobody = await fetch(`${srv.url}/admin/projects/${p.projectId}/users/2001/export`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect((await nobody.text()).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('suppresses on both endpoints and on another instance, drops profiles, and lifts', async () => {
+    const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, {
+      userIds: ['3001'],
+      suppress: true,
+    });
+    expect(r.status).toBe(202);
+    const billed = async () => (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body.eventsBilled;
+    const billedBefore = await billed();
+    // The other instance learns it from the database within 2 × AUTH_CACHE_TTL_MS.
+    const refused = async () => {
+      const a = await postBotApi(second.url, p.token, {
+        events: [serverEvent({ platformUserId: '3001' })],
+        users: [{ messengerUserId: 3001, username: 'gone' }],
+      });
+      return a.body.diagnostics?.map((d: { code: string; path: string }) => `${d.code} ${d.path}`);
+    };
+    await expect.poll(refused, { timeout: 5000, interval: 100 }).toEqual(['user_suppressed platform_user_id']);
+    // Every event rejected: 400, with the usual body.
+    const w = await webapp(second.url, 3001, [webappEvent(), webappEvent()]);
+    expect(w.status).toBe(400);
+    expect(w.body).toMatchObject({ accepted: 0, rejected: 2 });
+    expect(w.body.diagnostics.map((d: { code: string; path: string }) => `${d.code} ${d.path}`)).toEqual([
+      'user_suppressed auth.initData.user',
+      'user_suppressed auth.initData.user',
+    ]);
+    // Their neighbours in the same request are stored.
+    const mixed = await postBotApi(srv.url, p.token, {
+      events: [serverEvent({ platformUserId: '3001' }), serverEvent({ platformUserId: '3002' })],
+    });
+    expect(mixed.body).toMatchObject({ accepted: 1, rejected: 1 });
+    // Whatever else is wrong with their events, nothing is quarantined.
+    const broken = await postBotApi(srv.url, p.token, {
+      events: [serverEvent({ platformUserId: '3001', eventDate: 'x' })],
+    });
+    expect(broken.body.diagnostics.map((d: { code: string }) => d.code)).toEqual(['user_suppressed']);
+    expect(await holdings('3001')).toMatchObject({ events: 0, users: 0, quarantine: 0 });
+    expect(await billed()).toBe(billedBefore + 1);
+    await expect.poll(async () => (await erasure(srv.url, r.body.erasureId)).status, { timeout: 20_000 }).toBe('done');
+    // Suppressed: the ids are kept with the erasure.
+    expect((await erasure(srv.url, r.body.erasureId)).userIds).toEqual(['3001']);
+
+    const list = await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/suppressions`);
+    expect(list.body).toEqual({
+      items: [expect.objectContaining({ userId: '3001', erasureId: r.body.erasureId })],
+      next: null,
+    });
+    expect((await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/suppressions/3001`)).status).toBe(204);
+    expect((await admin(srv.url, 'DELETE', `/admin/projects/${p.projectId}/suppressions/3001`)).status).toBe(404);
+    expect((await erasure(srv.url, r.body.erasureId)).userIds).toBeNull();
+    const accepted = async () =>
+      (await postBotApi(second.url, p.token, { events: [serverEvent({ platformUserId: '3001' })] })).body.accepted;
+    await expect.poll(accepted, { timeout: 5000, interval: 100 }).toBe(1);
+  });
+
+  it("refuses to replay a suppressed user's quarantined events", async () => {
+    const event = serverEvent({ platformUserId: '3101' });
+    await db.sql`
+      INSERT INTO quarantine (project_id, bot_id, channel, connection_id, user_id, received_at, event_id, codes,
+                              diagnostics, event, truncated)
+      VALUES (${p.projectId}, ${p.botId}, 'bot_api', ${`token:${p.tokenId}`}, NULL, now(), ${event.eventId},
+              '{schema_violation}', '[]', ${JSON.stringify(event)}, false)`;
+    const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, {
+      userIds: ['3101'],
+      suppress: true,
+    });
+    // Before the eraser starts (it waits for every instance to refuse the user): the replay refuses them itself.
+    const replay = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/quarantine/replay`, {});
+    expect(replay.body).toMatchObject({ accepted: 0 });
+    expect((await holdings('3101')).events).toBe(0);
+    await expect.poll(async () => (await erasure(srv.url, r.body.erasureId)).status, { timeout: 20_000 }).toBe('done');
+    expect(await holdings('3101')).toMatchObject({ events: 0, quarantine: 0 });
+  });
+
+  it('lists erasures newest first in pages, and refuses what it cannot take', async () => {
+    const page1 = await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures?limit=1`);
+    expect(page1.body.items).toHaveLength(1);
+    expect(page1.body.items[0].userCount).toBe(1);
+    const page2 = await admin(
+      srv.url,
+      'GET',
+      `/admin/projects/${p.projectId}/erasures?limit=1&before=${page1.body.next}`,
+    );
+    expect(page2.body.items).toHaveLength(1);
+    expect(Date.parse(page2.body.items[0].createdAt)).toBeLessThanOrEqual(Date.parse(page1.body.items[0].createdAt));
+    expect(page2.body.items[0].erasureId).not.toBe(page1.body.items[0].erasureId);
+    const base = `/admin/projects/${p.projectId}`;
+    for (const body of [
+      {},
+      { userIds: [] },
+      { userIds: ['0'] },
+      { userIds: ['abc'] },
+      { userIds: ['9223372036854775808'] },
+      { userIds: Array.from({ length: 5001 }, (_, i) => String(i + 1)) },
+      { userIds: ['1'], other: true },
+    ])
+      expect([
+        JSON.stringify(body).slice(0, 40),
+        (await admin(srv.url, 'POST', `${base}/erasures`, body)).status,
+      ]).toEqual([JSON.stringify(body).slice(0, 40), 400]);
+    expect((await admin(srv.url, 'GET', `${base}/erasures?before=nonsense`)).status).toBe(400);
+    expect((await admin(srv.url, 'GET', `${base}/erasures/${randomUUID()}`)).status).toBe(404);
+    expect((await admin(srv.url, 'GET', `${base}/erasures/not-an-id`)).status).toBe(404);
+    expect((await admin(srv.url, 'GET', `${base}/users/abc/export`)).status).toBe(400);
+    expect((await admin(srv.url, 'GET', `/admin/projects/${randomUUID()}/erasures`)).status).toBe(404);
+  });
+});
+
+describe('erasure across a crash', () => {
+  it('finishes after kill -9 midway, deleting each row once', async () => {
+    const d = await createTestDatabase();
+    // One page per step: the erasure takes many steps, and the kill lands among them.
+    const slow = { ...env, ERASURE_BLOCKS_PER_STEP: '1' };
+    let a = await startServer(d.url, slow);
+    try {
+      const q = await provision(a.url);
+      await d.sql`
+        INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                            platform_user_id, origin, channel, tg, billed)
+        SELECT ${q.projectId}, ${q.botId}, gen_random_uuid(), 'message_received', 'message', now(), now(),
+               CASE WHEN g % 10 = 0 THEN 4001 ELSE 4002 END, 'custom', 'bot_api', '{}', true
+        FROM generate_series(1, 60000) g`;
+      const r = await admin(a.url, 'POST', `/admin/projects/${q.projectId}/erasures`, { userIds: ['4001'] });
+      const progress = async () =>
+        (await d.sql<{ block: number | null }[]>`SELECT (step->>'block')::int AS block FROM erasures`)[0]?.block ?? 0;
+      await expect.poll(progress, { timeout: 20_000, interval: 20 }).toBeGreaterThan(20);
+      await a.kill();
+      expect(await progress()).toBeLessThan(
+        (
+          await d.sql<{ n: number }[]>`SELECT (pg_relation_size(c.oid) / 8192)::int AS n FROM pg_class c
+          WHERE relname = to_char(now() AT TIME ZONE 'UTC', '"events_"YYYY_MM')`
+        )[0]!.n,
+      );
+      a = await startServer(d.url, slow);
+      const status = async () =>
+        (await admin(a.url, 'GET', `/admin/projects/${q.projectId}/erasures/${r.body.erasureId}`)).body;
+      await expect.poll(async () => (await status()).status, { timeout: 60_000, interval: 200 }).toBe('done');
+      expect((await status()).deleted.events).toBe(6000);
+      const [left] = await d.sql<{ a: number; b: number }[]>`
+        SELECT count(*) FILTER (WHERE platform_user_id = 4001)::int AS a, count(*) FILTER (WHERE platform_user_id = 4002)::int AS b
+        FROM events`;
+      expect(left).toEqual({ a: 0, b: 54000 });
+    } finally {
+      await a.stop();
+      await d.drop();
+    }
+  });
+});
