@@ -25,27 +25,35 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
     // In slices, so that no single statement holds hours of work.
     for (let done = 0; done < perMonth; done += 5_000_000) {
       const n = Math.min(5_000_000, perMonth - done);
+      // A visit: its first event names a campaign for one user in five (k = 1), its last is a payment for one in
+      // fifty (k = 2), refunded for one in a thousand by the event before it (k = 3); the rest are screen views.
       await db.sql`
         INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id, origin, channel,
                             text, props_string, props_long, props_float, props_bool, tg, billed)
-        SELECT ${projectId}, ${botId}, gen_random_uuid(), k.name, k.type, t, t, 100000000 + (v.ud * 7919) % ${USERS}, k.origin, 'bot_api',
-               NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', i % 7, 'price_cents', 1299 + i % 1000), NULL, '{"first_time": true}', k.tg, true
-        FROM generate_series(1, ${n}::int) AS g,
-        LATERAL (SELECT g + ${done + offset}::bigint AS i, (g + ${done + offset}::bigint) / ${PER_VISIT} AS ud) AS v,
-        LATERAL (SELECT ${start}::timestamptz + ((g + ${done}::int) * ${span / perMonth}::float8) * interval '1 second' AS t) AS ts,
-        LATERAL (SELECT * FROM (VALUES
-          -- A visit: its first event names a campaign for one user in five, its last is a payment for one in
-          -- fifty, refunded for one in a thousand (by the event before it).
-          (v.i % ${PER_VISIT} = 0 AND (v.ud * 7919) % 5 = 0, 'command', 'message', 'platform',
-           jsonb_build_object('command', 'start', 'start_param', 'camp_' || (v.ud * 7919) % 47)),
-          (v.i % ${PER_VISIT} = ${PER_VISIT - 1} AND v.ud % 50 = 0, 'successful_payment', 'payment', 'platform',
-           jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + v.ud % 2], 'total_amount', 100 + v.ud % 900,
-                              'telegram_payment_charge_id', 'ch' || v.i)),
-          (v.i % ${PER_VISIT} = ${PER_VISIT - 2} AND v.ud % 1000 = 0, 'refunded_payment', 'payment', 'platform',
-           jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + v.ud % 2], 'total_amount', 100 + v.ud % 900,
-                              'telegram_payment_charge_id', 'ch' || (v.i + 1))),
-          (true, 'screen_view', 'interaction', 'custom', NULL::jsonb)
-        ) AS c(hit, name, type, origin, tg) WHERE hit LIMIT 1) AS k`;
+        SELECT ${projectId}, ${botId}, gen_random_uuid(),
+               (ARRAY['screen_view', 'command', 'successful_payment', 'refunded_payment'])[k + 1],
+               (ARRAY['interaction', 'message', 'payment', 'payment'])[k + 1],
+               t, t, 100000000 + (ud * 7919) % ${USERS}, CASE WHEN k = 0 THEN 'custom' ELSE 'platform' END, 'bot_api',
+               NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', i % 7, 'price_cents', 1299 + i % 1000), NULL, '{"first_time": true}',
+               CASE k
+                 WHEN 0 THEN NULL
+                 WHEN 1 THEN jsonb_build_object('command', 'start', 'start_param', 'camp_' || (ud * 7919) % 47)
+                 ELSE jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + ud % 2], 'total_amount', 100 + ud % 900,
+                                         'telegram_payment_charge_id', 'ch' || (i + k - 2))
+               END,
+               true
+        FROM (
+          SELECT i, ud, t,
+                 CASE WHEN i % ${PER_VISIT} = 0 AND (ud * 7919) % 5 = 0 THEN 1
+                      WHEN i % ${PER_VISIT} = ${PER_VISIT - 1} AND ud % 50 = 0 THEN 2
+                      WHEN i % ${PER_VISIT} = ${PER_VISIT - 2} AND ud % 1000 = 0 THEN 3
+                      ELSE 0 END AS k
+          FROM (
+            SELECT g + ${done + offset}::bigint AS i, (g + ${done + offset}::bigint) / ${PER_VISIT} AS ud,
+                   ${start}::timestamptz + ((g + ${done}::int) * ${span / perMonth}::float8) * interval '1 second' AS t
+            FROM generate_series(1, ${n}::int) AS g
+          ) AS r
+        ) AS v`;
     }
     await db.sql.unsafe(
       `CREATE UNIQUE INDEX ${part}_project_event_key ON ${part} (project_id, event_id) WITH (fillfactor = 70)`,

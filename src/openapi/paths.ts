@@ -569,7 +569,7 @@ function privacyPaths(): Record<string, Obj> {
         operationId: 'exportUser',
         summary: 'Everything held on a user, as NDJSON',
         description:
-          'One JSON object per line, `{type, data}`, sent as it is read: `profile` (the users row), `campaign` (first day, first and latest campaign), `suppression`, one `active_day` per day they were active and one `payment` per payment in the report tables, one `event` per stored event of every partition (the row as stored), one `quarantined` per quarantined event they sent or that names them, and last `end` with the count of each. A response without its `end` line was cut short (an export is cut after 10 minutes). At most 2 run at once per instance: 503 `overloaded` with Retry-After beyond.',
+          'One JSON object per line, `{type, data}`, sent as it is read: `profile` (the users row), `campaign` (first day, first and latest campaign), `suppression`, one `active_day` per day they were active and one `payment` per payment in the report tables, one `billing_key` per message in their private chat the billing ledger keeps, one `event` per stored event of every partition (the row as stored), one `quarantined` per quarantined event they sent or that names them, and last `end` with the count of each. A response without its `end` line was cut short (an export is cut after 10 minutes). At most 2 run at once per instance: 503 `overloaded` with Retry-After beyond.',
         ids: ['ProjectId', 'UserId'],
         errors: ['bad_request', 'overloaded'],
         success: {

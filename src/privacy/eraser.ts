@@ -174,6 +174,13 @@ export class Eraser {
     if (s.phase === 'users') {
       const gone =
         await tx`DELETE FROM users WHERE project_id = ${j.project_id} AND messenger_user_id = ANY(${ids}::bigint[])`;
+      // A private chat's id is its user's: the billing ledger's keys of their messages name them (message:<chat>:<id>).
+      for (const table of ['billing_actions', 'billing_free_reports'])
+        await tx.unsafe(
+          `DELETE FROM ${table} b USING unnest($2::text[]) AS u(id)
+           WHERE b.project_id = $1 AND b.action_key >= 'message:' || u.id || ':' AND b.action_key < 'message:' || u.id || ';'`,
+          [j.project_id, ids],
+        );
       return void (await move({ phase: 'quarantine', after: 0 }, { users: gone.count }));
     }
     if (s.phase === 'quarantine') {

@@ -1,5 +1,6 @@
 // Everything held on one user, as NDJSON, produced as the client reads it: the profile, the first campaign, the
-// suppression, the days they were active and their payments in the report tables, every stored event of every
+// suppression, the days they were active and their payments in the report tables, the billing keys of messages in
+// their private chat, every stored event of every
 // partition (read through a cursor, never the whole history in memory), and the quarantined events that name
 // them. The last line counts what came before, so a reader can tell a whole export from a cut one.
 import type { Sql } from '../db/connect.js';
@@ -39,8 +40,20 @@ export async function* exportUser(
 async function* produce(sql: Sql, projectId: string, userId: string, maxMs: number): AsyncGenerator<string> {
   const started = performance.now();
   const line = (type: string, json: string) => `{"type":${JSON.stringify(type)},"data":${json}}\n`;
-  const counts = { profile: 0, campaign: 0, suppression: 0, activeDays: 0, payments: 0, events: 0, quarantined: 0 };
-  const TYPE = { activeDays: 'active_day', payments: 'payment', events: 'event' } as Record<string, string>;
+  const counts = {
+    profile: 0,
+    campaign: 0,
+    suppression: 0,
+    activeDays: 0,
+    payments: 0,
+    billingKeys: 0,
+    events: 0,
+    quarantined: 0,
+  };
+  const TYPE = { activeDays: 'active_day', payments: 'payment', billingKeys: 'billing_key', events: 'event' } as Record<
+    string,
+    string
+  >;
   const one = async (type: keyof typeof counts, text: string, params: unknown[]) => {
     const rows = await sql.unsafe<{ j: string }[]>(text, params as never[]);
     counts[type] += rows.length;
@@ -73,6 +86,13 @@ async function* produce(sql: Sql, projectId: string, userId: string, maxMs: numb
       'payments',
       `SELECT jsonb_build_object('kind', kind, 'chargeKey', charge_key, 'currency', currency, 'amount', amount, 'day', day)::text AS j
        FROM report_payments WHERE project_id = $1 AND user_id = $2::bigint ORDER BY day`,
+      [projectId, userId],
+    )) +
+    // Messages in their private chat, as the billing ledger keys them (the chat's id is the user's).
+    (await one(
+      'billingKeys',
+      `SELECT to_jsonb(action_key)::text AS j FROM billing_actions
+       WHERE project_id = $1 AND action_key >= 'message:' || $2 || ':' AND action_key < 'message:' || $2 || ';' ORDER BY 1`,
       [projectId, userId],
     ));
   if (head !== '') yield head;

@@ -69,7 +69,8 @@ async function holdings(user: string) {
          AND (user_id = ${user}::bigint OR event LIKE ${`%"platformUserId":"${user}"%`}))::int AS quarantine,
       (SELECT count(*) FROM report_users WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_users,
       (SELECT count(*) FROM report_active WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_active,
-      (SELECT count(*) FROM report_payments WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_payments`;
+      (SELECT count(*) FROM report_payments WHERE project_id = ${p.projectId} AND user_id = ${user}::bigint)::int AS report_payments,
+      (SELECT count(*) FROM billing_actions WHERE project_id = ${p.projectId} AND action_key LIKE ${`message:${user}:%`})::int AS billing_actions`;
   return r!;
 }
 
@@ -109,7 +110,17 @@ describe('erasure', () => {
         ...serverEvent({ platformUserId: user, eventDate: 'not a date' }),
       };
       const r = await postBotApi(srv.url, p.token, {
-        events: [start, paid, broken, serverEvent({ platformUserId: user })],
+        events: [
+          start,
+          paid,
+          broken,
+          // A message in the private chat with the user: its billing key names the chat, which is the user.
+          serverEvent({
+            platformUserId: user,
+            eventOrigin: 'platform',
+            propsLong: { 'tg.chat_id': Number(user), 'tg.message_id': 7 },
+          }),
+        ],
         users: [{ messengerUserId: Number(user), username: `u${user}`, firstName: 'Name' }],
       });
       expect(r.status).toBe(202);
@@ -129,6 +140,7 @@ describe('erasure', () => {
       quarantine: 2,
       report_users: 1,
       report_payments: 1,
+      billing_actions: 1,
     });
     const usage = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/usage`)).body;
 
@@ -154,6 +166,7 @@ describe('erasure', () => {
       report_users: 0,
       report_active: 0,
       report_payments: 0,
+      billing_actions: 0,
     });
     expect(await holdings('2002')).toEqual(others);
     // A ledger, not a count of rows: the month's usage stands.
@@ -189,6 +202,7 @@ describe('erasure', () => {
       SELECT day::text FROM report_active WHERE project_id = ${p.projectId} AND user_id = 2002 ORDER BY day`;
     expect(of('active_day')).toEqual(days.map((d) => d.day));
     expect(of('payment')).toEqual([expect.objectContaining({ kind: 'payment', chargeKey: 'charge-2002', amount: 50 })]);
+    expect(of('billing_key')).toEqual(['message:2002:7']);
     expect(lines.at(-1)).toEqual({
       type: 'end',
       data: {
@@ -197,6 +211,7 @@ describe('erasure', () => {
         suppression: 0,
         activeDays: days.length,
         payments: 1,
+        billingKeys: 1,
         events: ids.length,
         quarantined: 2,
       },
