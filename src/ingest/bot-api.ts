@@ -20,7 +20,10 @@ export interface QualityDeps {
   /** How many events of a batch the live view wants (0: nobody watches this project). */
   liveSample: (projectId: string) => number;
   /** The project's suppressed users (an erasure with suppress), from memory. */
-  suppressions: { get(projectId: string): Promise<BigInt64Array | null> };
+  suppressions: {
+    get(projectId: string): Promise<BigInt64Array | null>;
+    getCached(projectId: string): BigInt64Array | null | undefined;
+  };
 }
 
 export interface BotApiDeps extends CommitDeps, QualityDeps {
@@ -73,7 +76,10 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     const projectId = token.projectId;
     await deps.quota.check(projectId);
     checkRoom(deps, projectId, Number(req.headers['content-length']) || 0);
-    const [plan, suppressed] = await Promise.all([deps.plans.get(projectId), deps.suppressions.get(projectId)]);
+    const plan = await deps.plans.get(projectId);
+    // From memory on nearly every request: null (no one suppressed) is an answer too.
+    const cachedSuppressed = deps.suppressions.getCached(projectId);
+    const suppressed = cachedSuppressed !== undefined ? cachedSuppressed : await deps.suppressions.get(projectId);
     const body = await readBody();
     // The body counts against the project's share while the request holds it.
     // Its length now: moved to a worker, the buffer reads as empty.

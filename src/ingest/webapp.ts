@@ -71,7 +71,10 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     const bodyBytes = raw.byteLength;
     deps.derived.holdBody(projectId, bodyBytes);
     try {
-      const [plan, suppressed] = await Promise.all([deps.plans.get(projectId), deps.suppressions.get(projectId)]);
+      const plan = await deps.plans.get(projectId);
+      // From memory on nearly every request: null (no one suppressed) is an answer too.
+      const cachedSuppressed = deps.suppressions.getCached(projectId);
+      const suppressed = cachedSuppressed !== undefined ? cachedSuppressed : await deps.suppressions.get(projectId);
       const receivedAt = new Date().toISOString();
       const connection = `webapp:${botId}`;
       const ctx = {

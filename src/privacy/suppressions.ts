@@ -35,6 +35,12 @@ export class SuppressionCache {
     return (await this.cache.get(projectId))?.ids ?? null;
   }
 
+  /** get() from memory, without a promise; undefined when it must ask the database (then use get()). */
+  getCached(projectId: string): BigInt64Array | null | undefined {
+    const e = this.cache.getCached(projectId);
+    return e === undefined ? undefined : (e?.ids ?? null);
+  }
+
   /** A change made through this instance applies here at once. */
   forget(projectId: string): void {
     this.cache.delete(projectId);

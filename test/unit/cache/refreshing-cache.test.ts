@@ -81,6 +81,29 @@ async function state<T>(p: Promise<T>): Promise<'pending' | { value: T } | { err
   return s;
 }
 
+describe('RefreshingCache.getCached: get() without a promise when memory answers', () => {
+  it('answers fresh and stale entries (refreshing the stale one once), fresh unknowns as null, the rest undefined', async () => {
+    const c = setup();
+    expect(c.cache.getCached('k')).toBeUndefined();
+    c.put('k', 1);
+    await c.cache.get('k');
+    expect(c.cache.getCached('k')).toMatchObject({ v: 1 });
+    c.put('k', 2);
+    c.advance(TTL);
+    expect(c.cache.getCached('k')).toMatchObject({ v: 1 });
+    expect(c.cache.getCached('k')).toMatchObject({ v: 1 });
+    await turn();
+    expect(c.calls).toEqual(['k', 'k']);
+    expect(c.cache.getCached('k')).toMatchObject({ v: 2 });
+    c.advance(MAX_STALE);
+    expect(c.cache.getCached('k')).toBeUndefined();
+    expect(await c.cache.get('none')).toBeNull();
+    expect(c.cache.getCached('none')).toBeNull();
+    c.advance(TTL);
+    expect(c.cache.getCached('none')).toBeUndefined();
+  });
+});
+
 describe('RefreshingCache: known keys', () => {
   it('answers a fresh entry from memory', async () => {
     const c = setup();
