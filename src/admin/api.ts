@@ -77,6 +77,15 @@ export async function existingProject(projects: AdminStore, req: Request): Promi
   return projectId;
 }
 
+/** `limit` of a paged list: 1–1000, 100 when absent; anything else is 400. */
+export function pageLimit(q: URLSearchParams): number {
+  const raw = q.get('limit');
+  const n = raw === null ? 100 : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new HttpError('bad_request', { message: 'limit must be an integer from 1 to 1000.' });
+  return n;
+}
+
 export function found<T>(v: T | null, what: string): T {
   if (v === null) throw new HttpError('not_found', { message: `No such ${what}.` });
   return v;

@@ -4,7 +4,7 @@ import type { HttpServer, Request } from '../http/server.js';
 import { exportsRunning, exportUser, MAX_EXPORTS } from '../privacy/export.js';
 import { decodeCursor, type PrivacyStore } from '../privacy/store.js';
 import type { Sql } from '../db/connect.js';
-import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody } from './api.js';
+import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody, pageLimit } from './api.js';
 import { ADMIN_BODIES } from './bodies.js';
 import type { AdminStore } from './store.js';
 
@@ -16,14 +16,6 @@ function userIdParam(raw: string | undefined): string {
   if (raw === undefined || !/^[1-9][0-9]{0,18}$/.test(raw) || BigInt(raw) > INT64_MAX)
     throw new HttpError('bad_request', { message: 'userId must be a positive 64-bit integer.' });
   return raw;
-}
-
-function limitOf(q: URLSearchParams): number {
-  const raw = q.get('limit');
-  const n = raw === null ? 100 : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 1000)
-    throw new HttpError('bad_request', { message: 'limit must be an integer from 1 to 1000.' });
-  return n;
 }
 
 export interface PrivacyOptions {
@@ -60,7 +52,7 @@ export function mountPrivacy(server: HttpServer, projects: AdminStore, store: Pr
         if (before !== undefined && decodeCursor(before) === null)
           throw new HttpError('bad_request', { message: 'before must be the next cursor of an earlier page.' });
         // A page of erasures can name 5,000 ids each: at most 100 per page.
-        return { status: 200, body: await store.list(projectId, Math.min(100, limitOf(q)), before) };
+        return { status: 200, body: await store.list(projectId, Math.min(100, pageLimit(q)), before) };
       }),
     )
     .route(
@@ -81,7 +73,7 @@ export function mountPrivacy(server: HttpServer, projects: AdminStore, store: Pr
         const q = new URLSearchParams(req.query);
         const after = q.get('after') ?? undefined;
         if (after !== undefined) userIdParam(after);
-        return { status: 200, body: await store.suppressions(projectId, limitOf(q), after) };
+        return { status: 200, body: await store.suppressions(projectId, pageLimit(q), after) };
       }),
     )
     .route(

@@ -3,7 +3,7 @@ import { HttpError } from '../errors.js';
 import type { HttpServer, Request } from '../http/server.js';
 import { replay, type ReplayDeps } from '../quality/replay.js';
 import { MAX_PLAN_BYTES, type TrackingPlan } from '../pipeline/plans.js';
-import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody } from './api.js';
+import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody, pageLimit } from './api.js';
 import type { QualityStore } from '../quality/store.js';
 import { ADMIN_BODIES } from './bodies.js';
 import type { AdminStore } from './store.js';
@@ -23,10 +23,7 @@ function codeOf(req: Request): string | undefined {
 function queryOf(req: Request): { code: string | undefined; limit: number; before: number | undefined } {
   const q = new URLSearchParams(req.query);
   const code = codeOf(req);
-  const limitRaw = q.get('limit');
-  const limit = limitRaw === null ? 100 : Number(limitRaw);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-    throw new HttpError('bad_request', { message: 'limit must be an integer from 1 to 1000.' });
+  const limit = pageLimit(q);
   const beforeRaw = q.get('before');
   const before = beforeRaw === null ? undefined : Number(beforeRaw);
   if (before !== undefined && (!Number.isSafeInteger(before) || before < 1))

@@ -58,24 +58,8 @@ export class RefreshingCache<V extends object> {
 
   /** null: the database knows no such key. Throws LookupFailed when it cannot be asked and nothing usable is cached. */
   async get(key: string): Promise<V | null> {
-    const e = this.lru.get(key);
-    if (e !== undefined) {
-      const age = this.now() - e.at;
-      if (age < this.o.ttlMs) {
-        this.stats.hits++;
-        return e.value;
-      }
-      if (age < this.o.maxStaleMs) {
-        this.stats.hits++;
-        this.fetch(key).catch(() => undefined);
-        return e.value;
-      }
-    }
-    const missAt = this.unknown.get(key);
-    if (missAt !== undefined && this.now() - missAt < this.o.ttlMs) {
-      this.stats.hits++;
-      return null;
-    }
+    const cached = this.getCached(key);
+    if (cached !== undefined) return cached;
     this.stats.misses++;
     return this.fetch(key);
   }
@@ -105,7 +89,6 @@ export class RefreshingCache<V extends object> {
         this.fetch(key).catch(() => undefined);
         return e.value;
       }
-      return undefined;
     }
     const missAt = this.unknown.get(key);
     if (missAt !== undefined && this.now() - missAt < this.o.ttlMs) {

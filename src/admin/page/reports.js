@@ -13,6 +13,8 @@ const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'p
 const COLORS = ['#1f6feb', '#2da44e', '#bf8700', '#8250df', '#cf222e', '#1b7c83', '#e16f24', '#6e7781', '#a40e26'];
 const DAY_S = 86_400;
 /** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
+/** The x series of every chart: a day, shown as its date in the legend. */
+const DAY_SERIES = { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) };
 const DAY_AXIS = {
   incrs: [DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 28 * DAY_S, 91 * DAY_S],
   values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)),
@@ -83,7 +85,7 @@ function draw(daily, revenue, campaigns) {
         width: width(),
         height: 220,
         series: [
-          { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+          DAY_SERIES,
           ...order.map((i) => ({
             label: present[i],
             stroke: COLORS[TYPES.indexOf(present[i])],
@@ -109,7 +111,7 @@ function draw(daily, revenue, campaigns) {
         width: width(),
         height: 200,
         series: [
-          { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+          DAY_SERIES,
           { label: 'active users', stroke: '#1f6feb', width: 2 },
           { label: 'new users', stroke: '#2da44e', width: 2 },
         ],
@@ -132,7 +134,7 @@ function draw(daily, revenue, campaigns) {
           width: width(),
           height: 200,
           series: [
-            { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) },
+            DAY_SERIES,
             ...revenue.map((r, i) => ({
               label: r.currency,
               stroke: COLORS[i % COLORS.length],
