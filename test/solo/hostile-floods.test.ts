@@ -53,8 +53,11 @@ async function service(env: Record<string, string> = {}) {
   return srv;
 }
 
-/** /healthz polled every 10 ms while `work` runs: the slowest answer. */
-async function slowestHealthz(base: string, work: Promise<unknown>): Promise<{ worst: number; probes: number }> {
+/** /healthz polled every 10 ms while `work` runs: its 95th percentile and slowest answers. */
+async function slowestHealthz(
+  base: string,
+  work: Promise<unknown>,
+): Promise<{ p95: number; worst: number; probes: number }> {
   let done = false;
   void work.finally(() => (done = true));
   const latencies: number[] = [];
@@ -65,7 +68,12 @@ async function slowestHealthz(base: string, work: Promise<unknown>): Promise<{ w
     await new Promise((r) => setTimeout(r, 10));
   }
   await work;
-  return { worst: Math.max(...latencies), probes: latencies.length };
+  latencies.sort((a, b) => a - b);
+  return {
+    p95: latencies[Math.floor(latencies.length * 0.95)]!,
+    worst: latencies.at(-1)!,
+    probes: latencies.length,
+  };
 }
 
 describe('unauthenticated floods beside genuine mini-app traffic', () => {
@@ -101,9 +109,10 @@ describe('unauthenticated floods beside genuine mini-app traffic', () => {
 });
 
 describe('heavy bodies of one tenant beside another', () => {
-  it("40 gzip batches of 1000 rejected 30 KiB events: /healthz under 50 ms, the other tenant's batches all 202", async () => {
+  it("40 gzip batches of 1000 rejected 30 KiB events: /healthz p95 under 50 ms, the other tenant's batches all 202", async () => {
     const s = await service();
     const [heavy, light] = [await provision(s.url), await provision(s.url)];
+    await quiet();
     const pad = 'abcdefghij'.repeat(3 * 1024);
     const batch = gzipSync(
       JSON.stringify({
@@ -135,14 +144,18 @@ describe('heavy bodies of one tenant beside another', () => {
         }
       })(),
     ]);
-    const { worst, probes } = await slowestHealthz(s.url, work);
+    const { p95, worst, probes } = await slowestHealthz(s.url, work);
     console.log(
-      `slowest /healthz ${Math.round(worst)} ms of ${probes}; heavy answers ${JSON.stringify(Object.fromEntries([...new Set(heavyStatuses)].map((st) => [st, heavyStatuses.filter((x) => x === st).length])))}`,
+      `/healthz p95 ${Math.round(p95)} ms, slowest ${Math.round(worst)} ms of ${probes}; heavy answers ${JSON.stringify(Object.fromEntries([...new Set(heavyStatuses)].map((st) => [st, heavyStatuses.filter((x) => x === st).length])))}`,
     );
     expect(lightStatuses.filter((st) => st !== 202)).toEqual([]);
     // All rejected: 400 with the usual body (or 503 when the writer or the budget had no room).
     expect(heavyStatuses.filter((st) => st !== 400 && st !== 503)).toEqual([]);
-    expect(worst).toBeLessThan(50);
+    // Inflating and parsing one such batch on the event loop blocks it ~90 ms here, so with 40 of them most probes
+    // would wait. A single probe can still lose a scheduler slice to the two busy workers on two shared cores
+    // (52 ms once in CI), hence the percentile, and a looser bound on the slowest.
+    expect(p95).toBeLessThan(50);
+    expect(worst).toBeLessThan(100);
   }, 120_000);
 
   it('a project past QUARANTINE_MAX_BYTES keeps answering; its rejected events are counted, not kept', async () => {
