@@ -8,7 +8,7 @@ import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
 import { reports50m } from './reports.js';
-import { awaitErasure, ERASURE_USERS, plantAndRequest } from './erasure.js';
+import { awaitErasure, ERASURE_USERS, plantAndRequest, settle } from './erasure.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
 const ALL = [
@@ -20,6 +20,7 @@ const ALL = [
   'b-small',
   'b-small-live',
   'b-small-users',
+  'b-small-sessions',
   'b-small-pool',
   'b-small-scraped',
   'a-small',
@@ -146,6 +147,7 @@ async function main(): Promise<void> {
     }
 
     const smallReqPerS = new Map<string, number>();
+    const smallPgPerRequest = new Map<string, number>();
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     const smallConnections = Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100);
     const smallVariants = [
@@ -154,6 +156,12 @@ async function main(): Promise<void> {
       [
         'b-small-users',
         'b-small-users (same, each event a user of a million, one users[] profile per request)',
+        extraEnv,
+        undefined,
+      ],
+      [
+        'b-small-sessions',
+        'b-small-sessions (same, users of a million in sessions of 5-30 events, ~5.7% of events a new user)',
         extraEnv,
         undefined,
       ],
@@ -174,12 +182,14 @@ async function main(): Promise<void> {
           events: 10,
           connections: smallConnections,
           env,
-          userChurn: name === 'b-small-users',
+          ...(name === 'b-small-users' ? { users: 'churn' as const } : {}),
+          ...(name === 'b-small-sessions' ? { users: 'sessions' as const } : {}),
           viewer: name === 'b-small-live',
           ...(scrapeEveryMs === undefined ? {} : { scrapeEveryMs }),
         });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
+        smallPgPerRequest.set(name, (f.postgresCores * 1e6) / f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
         if (name === 'b-small') {
@@ -200,13 +210,29 @@ async function main(): Promise<void> {
             value: f.requestsPerS / smallReqPerS.get('b-small')!,
             unit: 'ratio',
           });
-        if (name === 'b-small-users' && smallReqPerS.has('b-small'))
+        if ((name === 'b-small-users' || name === 'b-small-sessions') && smallReqPerS.has('b-small'))
           results.push({
-            name: 'b-small-users_ratio_to_b-small',
+            name: `${name}_ratio_to_b-small`,
             value: f.requestsPerS / smallReqPerS.get('b-small')!,
             unit: 'ratio',
           });
+        if (name === 'b-small-users' || name === 'b-small-sessions') {
+          const perEvent = Number(f.extra?.['new users per event'] ?? Number.NaN);
+          results.push({ name: `${name}_new_users_per_event`, value: Number(perEvent.toFixed(3)), unit: 'ratio' });
+          // What a new user costs PostgreSQL: its CPU per request beyond b-small's, over the new users a request brings.
+          const basePg = smallPgPerRequest.get('b-small');
+          if (basePg !== undefined)
+            results.push({
+              name: `${name}_pg_us_per_new_user`,
+              value: Math.round(((f.postgresCores * 1e6) / f.requestsPerS - basePg) / (10 * perEvent)),
+              unit: 'us',
+            });
+        }
         say(`${name}: ${fmt(f.requestsPerS)} req/s`);
+        if (name === 'b-small-sessions' && smallReqPerS.has('b-small'))
+          say(
+            `b-small-sessions: ${(f.requestsPerS / smallReqPerS.get('b-small')!).toFixed(2)}× b-small (goal ≥ 0.9×), ${(Number(f.extra?.['new users per event']) * 100).toFixed(1)}% of events a new user's first`,
+          );
       } finally {
         await db.drop();
       }
@@ -312,12 +338,19 @@ async function main(): Promise<void> {
           results.push(...r.results);
         }
         if (want('erasure-50m')) {
+          // Each of the three runs starts right after a checkpoint: after one, the first write to each page of the
+          // 50M-row table's unique index logs the whole page, so a run's cost depends on how long ago the last was.
+          const checkpoint = async () => {
+            await db.sql`CHECKPOINT`;
+          };
           const plain = () =>
             botApiScenario('erasure-50m control (b-large on the same table, no erasure)', db, {
               ...o,
               events: 1000,
               connections: conns,
+              prepare: checkpoint,
             });
+          const settled = await settle(db);
           const before = await plain();
           const e = await botApiScenario(
             `erasure-50m (b-large on the same table while ${ERASURE_USERS.toLocaleString('en-US')} users × 10 events are erased)`,
@@ -326,11 +359,15 @@ async function main(): Promise<void> {
               ...o,
               events: 1000,
               connections: conns,
-              prepare: (ids) => plantAndRequest(db, ids),
+              prepare: async (ids) => {
+                await plantAndRequest(db, ids);
+                await checkpoint();
+              },
               finish: () => awaitErasure(db, say),
             },
           );
           const after = await plain();
+          await settled.resume();
           for (const r of [before, e, after]) rows.push(figuresRow(r, ceilingRowsPerS));
           const ratio = e.eventsPerS / ((before.eventsPerS + after.eventsPerS) / 2);
           results.push({ name: 'erasure-50m_seconds', value: Number(e.extra?.['erasure s'] ?? Number.NaN), unit: 's' });

@@ -92,8 +92,8 @@ async function measure(
 }
 
 /**
- * bot_api with `events`-event batches; `userChurn`: every event's user drawn from a million, one users[] profile per
- * request.
+ * bot_api with `events`-event batches; `users`: 'churn', every event's user drawn from a million, one users[] profile
+ * per request; 'sessions', each event from one of the sessions under way (below).
  */
 export async function botApiScenario(
   name: string,
@@ -103,7 +103,7 @@ export async function botApiScenario(
     connections: number;
     env?: Record<string, string>;
     scrapeEveryMs?: number;
-    userChurn?: boolean;
+    users?: 'churn' | 'sessions';
     /** A tracking plan to put in force first. */
     plan?: Record<string, unknown>;
     /** Every n-th event invalid (quarantined). */
@@ -144,7 +144,12 @@ export async function botApiScenario(
       ),
     );
     let counter = 0;
-    const body = o.userChurn ? churnBody(templates) : () => stamp(templates[counter % templates.length]!, counter++);
+    const body =
+      o.users === 'churn'
+        ? churnBody(templates)
+        : o.users === 'sessions'
+          ? sessionsBody(templates)
+          : () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
     const f = await measure(name, db, svc, o.events, o, (durationS) =>
       load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }),
@@ -152,6 +157,11 @@ export async function botApiScenario(
     if (viewer !== null) {
       f.extra = { 'live messages': viewer.messages(), 'live skipped': viewer.skipped() };
       viewer.close();
+    }
+    if (o.users !== undefined) {
+      const [{ users, events }] = await db.sql<{ users: number; events: number }[]>`
+        SELECT (SELECT count(*) FROM users)::float8 AS users, (SELECT count(*) FROM events)::float8 AS events`;
+      f.extra = { ...f.extra, 'new users per event': users! / events! };
     }
     if (o.invalidEvery !== undefined) {
       const [{ n }] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM quarantine`;
@@ -196,21 +206,11 @@ async function watch(
  * spends as little per request as it does for b-small and the comparison is the service's alone.
  */
 function churnBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
-  const USER = '1########';
-  const churn = templates.map((t) => {
-    const body = JSON.parse(t.buf.toString()) as { events: { platformUserId: string }[]; users?: unknown[] };
-    for (const e of body.events) e.platformUserId = USER;
-    body.users = [{ messengerUserId: '1########', username: 'user1########', firstName: 'Churn', languageCode: 'en' }];
-    const tpl = template(body);
-    const userSlots: number[] = [];
-    const needle = Buffer.from('1########');
-    for (let at = tpl.buf.indexOf(needle); at !== -1; at = tpl.buf.indexOf(needle, at + 1)) userSlots.push(at + 1);
-    return { tpl, events: userSlots.slice(0, body.events.length), profile: userSlots.slice(body.events.length) };
-  });
+  const slots = userSlots(templates, true);
   let counter = 0;
   const digits = () => String(Math.floor(Math.random() * 1_000_000)).padStart(8, '0');
   return () => {
-    const c = churn[counter % churn.length]!;
+    const c = slots[counter % slots.length]!;
     const out = stamp(c.tpl, counter++);
     let first = '';
     for (const at of c.events) {
@@ -221,6 +221,57 @@ function churnBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
     for (const at of c.profile) out.write(first, at, 'latin1');
     return out;
   };
+}
+
+/** Sessions under way at once: at b-small's rate each lasts a few seconds. */
+const SESSIONS = 10_000;
+
+/**
+ * Traffic as people make it: users drawn from a million, each sending a session of 5 to 30 events; every event of a
+ * request comes from one of SESSIONS sessions under way, and a session that ends is replaced by another user's. Over a
+ * run most sessions are a user's first, so about one event in 17 (5.7%) is a new user's first. No users[] profiles,
+ * as in b-small.
+ */
+function sessionsBody(templates: ReturnType<typeof serverBatch>[]): () => Buffer {
+  const slots = userSlots(templates, false);
+  const user = () => String(Math.floor(Math.random() * 1_000_000)).padStart(8, '0');
+  const length = () => 5 + Math.floor(Math.random() * 26);
+  const sessions = Array.from({ length: SESSIONS }, () => ({ user: user(), left: length() }));
+  let counter = 0;
+  return () => {
+    const c = slots[counter % slots.length]!;
+    const out = stamp(c.tpl, counter++);
+    for (const at of c.events) {
+      const i = Math.floor(Math.random() * SESSIONS);
+      const session = sessions[i]!;
+      out.write(session.user, at, 'latin1');
+      if (--session.left === 0) sessions[i] = { user: user(), left: length() };
+    }
+    return out;
+  };
+}
+
+/**
+ * The templates with an 8-digit user slot in every event's platformUserId and, with `profile`, in one users[] profile
+ * (of the first event's user), as byte templates: the load generator spends as little per request as it does for
+ * b-small.
+ */
+function userSlots(
+  templates: ReturnType<typeof serverBatch>[],
+  profile: boolean,
+): { tpl: ReturnType<typeof template>; events: number[]; profile: number[] }[] {
+  const USER = '1########';
+  return templates.map((t) => {
+    const body = JSON.parse(t.buf.toString()) as { events: { platformUserId: string }[]; users?: unknown[] };
+    for (const e of body.events) e.platformUserId = USER;
+    if (profile)
+      body.users = [{ messengerUserId: USER, username: `user${USER}`, firstName: 'Churn', languageCode: 'en' }];
+    const tpl = template(body);
+    const userSlots: number[] = [];
+    const needle = Buffer.from('1########');
+    for (let at = tpl.buf.indexOf(needle); at !== -1; at = tpl.buf.indexOf(needle, at + 1)) userSlots.push(at + 1);
+    return { tpl, events: userSlots.slice(0, body.events.length), profile: userSlots.slice(body.events.length) };
+  });
 }
 
 /** webapp: many users, each reusing its initData across batches. */

@@ -201,7 +201,12 @@ export class Eraser {
     if (s.phase === 'reports') {
       // After any fold still running (it may have read their events before they were deleted): a later one
       // cannot see them.
+      // A fold holds it for one window (well under a second, REPORTS_FOLD_LOCK's other holder), and a waiter is served
+      // before the aggregator's next try: waiting longer than the step's 5 s is safe here, and failing for it would
+      // spend the erasure's attempts on a lock that is about to be free.
+      await tx`SET LOCAL lock_timeout = '60s'`;
       await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+      await tx`SET LOCAL lock_timeout = '5s'`;
       // Who they were to the reports: first day and campaign, payments. The counts stay, as usage does.
       await tx`DELETE FROM report_users WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
       await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;

@@ -200,7 +200,11 @@ WHERE i.inhparent = 'events'::regclass
 
 export class ReportAggregator {
   private timer: ReturnType<typeof setTimeout> | null = null;
-  private stepMs = 60_000;
+  /**
+   * From the smallest window up: an instance that starts after others ran (a restart, a new instance) would otherwise
+   * fold a minute of busy traffic in its first transaction, seconds long, while an erasure waits for the lock.
+   */
+  private stepMs = MIN_STEP_MS;
   private running: Promise<void> | null = null;
   private stopped = false;
   private failures = 0;

@@ -6,6 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { REPORTS_FOLD_LOCK } from '../../src/db/locks.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -294,6 +295,34 @@ describe('erasure', () => {
     await expect.poll(async () => (await erasure(srv.url, r.body.erasureId)).status, { timeout: 20_000 }).toBe('done');
     expect(await holdings('3101')).toMatchObject({ events: 0, quarantine: 0 });
   });
+
+  it('waits for a report fold that holds its lock longer than a step may wait, without failing a step', async () => {
+    const user = 7_700_001;
+    expect((await webapp(srv.url, user, [webappEvent()])).status).toBe(202);
+    // A fold as long as a restarted instance's first one could be: 7 s, past the step's 5 s lock timeout.
+    const conn = await db.sql.reserve();
+    await conn`BEGIN`;
+    await conn`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+    const released = new Promise((res) => setTimeout(res, 7000)).then(() => conn`COMMIT`);
+    try {
+      const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(user)] });
+      expect(r.status).toBe(202);
+      let e: { status: string } = { status: 'pending' };
+      for (let i = 0; i < 200 && e.status !== 'done' && e.status !== 'failed'; i++) {
+        await new Promise((res) => setTimeout(res, 100));
+        e = (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${r.body.erasureId}`)).body;
+      }
+      expect(e.status).toBe('done');
+      // No step failed on the way (a failed one is retried, and its count reset once a step passes: the log tells).
+      const failed = [...srv.logs, ...second.logs].filter(
+        (l) => l.erasureId === r.body.erasureId && l.msg === 'erasure step failed; retried later',
+      );
+      expect(failed).toEqual([]);
+    } finally {
+      await released;
+      conn.release();
+    }
+  }, 30_000);
 
   it('lists erasures newest first in pages, and refuses what it cannot take', async () => {
     const page1 = await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures?limit=1`);
