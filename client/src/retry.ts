@@ -31,6 +31,27 @@ export function backoffMs(retry: number, baseMs: number, maxMs: number, random =
   return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** retry));
 }
 
+/**
+ * The wait before a retry the server timed with Retry-After: at least what it asked, plus a random share of as much
+ * again (at most `maxMs` more). Clients refused in the same second (a database failover refuses every client at
+ * once) come back spread over a second rather than all at its end, so the recovering service is not hit by all of
+ * them in one instant.
+ */
+export function retryAfterDelayMs(retryAfterMs: number, maxMs: number, random = Math.random): number {
+  return retryAfterMs + Math.floor(random() * Math.min(retryAfterMs, maxMs));
+}
+
+/** The wait before retry `retry` (0-based): spread past Retry-After when the server gave one, else the backoff. */
+export function retryDelayMs(
+  retry: number,
+  retryAfterMs: number | null,
+  baseMs: number,
+  maxMs: number,
+  random = Math.random,
+): number {
+  return retryAfterMs === null ? backoffMs(retry, baseMs, maxMs, random) : retryAfterDelayMs(retryAfterMs, maxMs, random);
+}
+
 /** With `keepAlive` false the timer does not hold a Node.js process open (browsers have no such notion). */
 export function sleep(ms: number, keepAlive = true): Promise<void> {
   return new Promise<void>((resolve) => {

@@ -1,7 +1,7 @@
 // One logical request: encode (gzip above a threshold), POST, and retry what the retry guidance
 // allows. The body is rebuilt for each attempt because the webapp endpoint's initData may be refreshed.
 import { IngestError } from './errors.js';
-import { backoffMs, type Endpoint, isRetryable, parseRetryAfter, sleep } from './retry.js';
+import { type Endpoint, isRetryable, parseRetryAfter, retryDelayMs, sleep } from './retry.js';
 import type { IngestResponse } from './types.js';
 
 export interface TransportConfig {
@@ -66,7 +66,7 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
     const retryable = isRetryable(cfg.endpoint, a.status);
     if (retryable && attempt <= cfg.maxRetries) {
       await sleep(
-        parseRetryAfter(a.retryAfter) ?? backoffMs(attempt - 1, cfg.retryBaseMs, cfg.retryMaxMs),
+        retryDelayMs(attempt - 1, parseRetryAfter(a.retryAfter), cfg.retryBaseMs, cfg.retryMaxMs),
         cfg.keepAlive,
       );
       continue;

@@ -114,7 +114,10 @@ interface CommonOptions<E> {
   maxConcurrentRequests?: number;
   /** Retries after the first attempt of a request. Default 8. */
   maxRetries?: number;
-  /** Exponential backoff with full jitter: random(0, min(retryMaxMs, retryBaseMs·2^n)). Defaults 250 and 30000. */
+  /**
+   * Exponential backoff with full jitter: random(0, min(retryMaxMs, retryBaseMs·2^n)); after a Retry-After of r,
+   * r + random(0, min(r, retryMaxMs)). Defaults 250 and 30000.
+   */
   retryBaseMs?: number;
   retryMaxMs?: number;
   /** A request that has not answered after this long is abandoned and retried. Default 30000. */

@@ -1,6 +1,6 @@
 // The client's retry rules, as the service's retry guidance states them per endpoint.
 import { describe, expect, it } from 'vitest';
-import { backoffMs, isRetryable, parseRetryAfter } from '../../../client/src/retry.js';
+import { backoffMs, isRetryable, parseRetryAfter, retryDelayMs } from '../../../client/src/retry.js';
 
 describe('isRetryable', () => {
   it('bot_api: only no answer, 429 and 503', () => {
@@ -55,5 +55,29 @@ describe('backoffMs', () => {
         expect(Number.isInteger(ms)).toBe(true);
       }
     }
+  });
+});
+
+describe('retryDelayMs', () => {
+  it('without Retry-After is the backoff', () => {
+    expect(retryDelayMs(3, null, 250, 30_000, () => 0.5)).toBe(backoffMs(3, 250, 30_000, () => 0.5));
+  });
+
+  it('with Retry-After waits at least that long, spread over as much again, the spread capped by retryMaxMs', () => {
+    expect(retryDelayMs(0, 1000, 250, 30_000, () => 0)).toBe(1000);
+    expect(retryDelayMs(0, 1000, 250, 30_000, () => 0.5)).toBe(1500);
+    expect(retryDelayMs(5, 1000, 250, 30_000, () => 0.999_999)).toBe(1999);
+    expect(retryDelayMs(0, 120_000, 250, 30_000, () => 0.999_999)).toBe(149_999);
+    expect(retryDelayMs(0, 0, 250, 30_000, () => 0.7)).toBe(0);
+  });
+
+  it('spreads clients refused together: 200 draws of Retry-After 1 s cover the second after it', () => {
+    const draws = Array.from({ length: 200 }, () => retryDelayMs(0, 1000, 250, 30_000));
+    expect(Math.min(...draws)).toBeGreaterThanOrEqual(1000);
+    expect(Math.max(...draws)).toBeLessThan(2000);
+    // Every tenth of that second gets some of them; none gets more than a fifth.
+    const tenths = Array.from({ length: 10 }, (_, i) => draws.filter((d) => Math.floor((d - 1000) / 100) === i).length);
+    expect(Math.min(...tenths)).toBeGreaterThan(0);
+    expect(Math.max(...tenths)).toBeLessThan(40);
   });
 });
