@@ -1,6 +1,7 @@
 # The whole set-up: `make run` starts the service, `make test` runs the suite. Both install what they
 # need first: npm dependencies when node_modules is missing or older than the lockfile, and for the
-# tests Debian's chromium (browser tests) and nginx (load-balancer tests) when they are missing.
+# tests Debian's chromium (browser tests), nginx (load-balancer tests), and patroni, etcd, haproxy and
+# PostgreSQL 15 (failover tests) when they are missing.
 .PHONY: run test build check bench install system-deps clean
 
 STAMP := node_modules/.installed
@@ -36,9 +37,10 @@ check: $(BUILT)
 	npx tsc -p tsconfig.check.json
 	npx tsc -p tsconfig.page.json
 
-# The browser and load-balancer tests drive real programs from Debian's packages.
+# The browser, load-balancer and failover tests drive real programs from Debian's packages.
 system-deps:
-	@sh scripts/system-deps.sh chromium nginx
+	@sh scripts/system-deps.sh chromium nginx patroni etcd-server:etcd haproxy \
+		postgresql-15:/usr/lib/postgresql/15/bin/postgres
 
 test: system-deps build check
 	npx vitest run

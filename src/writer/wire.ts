@@ -260,7 +260,10 @@ export class WireConnection {
     return Promise.all(results);
   }
 
-  /** Cancels whatever the session is running, over a connection of its own. */
+  /**
+   * Cancels whatever the session is running, over a connection of its own. Bounded: through a proxy the connection
+   * opens at once even when the server behind it is cut off, and then nothing ever closes it.
+   */
   async cancel(timeoutMs = 2000): Promise<void> {
     const sock = await openSocket(this.target, timeoutMs);
     const req = Buffer.alloc(16);
@@ -269,7 +272,14 @@ export class WireConnection {
     req.writeInt32BE(this.pid, 8);
     req.writeInt32BE(this.secret, 12);
     await new Promise<void>((resolve) => {
-      sock.once('close', () => resolve());
+      const timer = setTimeout(() => {
+        sock.destroy();
+        resolve();
+      }, timeoutMs);
+      sock.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
       sock.end(req);
     });
   }

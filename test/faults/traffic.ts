@@ -24,6 +24,8 @@ export class Traffic {
   lastRefusal = '';
   inflight = 0;
   maxLatencyMs = 0;
+  /** When each acknowledgement arrived (performance.now()). */
+  readonly ackedAt: number[] = [];
   private running = false;
   private loops: Promise<void>[] = [];
 
@@ -58,6 +60,7 @@ export class Traffic {
       this.count(String(res.status));
       if (res.status !== 202) this.lastRefusal = `${res.status} ${text}`;
       if (res.status === 202) {
+        this.ackedAt.push(performance.now());
         for (const e of batch.events) this.acked.add(e.eventId as string);
         return true;
       }
