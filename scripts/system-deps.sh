@@ -4,6 +4,7 @@
 # Needs root or sudo; says what to install by hand otherwise. Services the packages bring are not
 # started (the tests start their own, on ports of their own).
 set -eu
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 missing=""
 for arg in "$@"; do
   pkg=${arg%%:*}
@@ -20,14 +21,12 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 # No service of these packages starts on install (invoke-rc.d asks policy-rc.d; 101: not allowed).
 policy=/usr/sbin/policy-rc.d
-own_policy=""
 if [ ! -e "$policy" ]; then
+  # Removed however the install ends, so that the host's own services start again afterwards.
+  trap '$sudo rm -f "$policy"' EXIT INT TERM
   printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
   $sudo chmod 755 "$policy"
-  own_policy=1
 fi
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq $missing >/dev/null
-[ -n "$own_policy" ] && $sudo rm -f "$policy"
-exit 0

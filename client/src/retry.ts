@@ -31,14 +31,17 @@ export function backoffMs(retry: number, baseMs: number, maxMs: number, random =
   return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** retry));
 }
 
+/** setTimeout's longest delay: a longer one fires at once. */
+const TIMER_MAX_MS = 2 ** 31 - 1;
+
 /**
- * The wait before a retry the server timed with Retry-After: at least what it asked, plus a random share of as much
- * again (at most `maxMs` more). Clients refused in the same second (a database failover refuses every client at
- * once) come back spread over a second rather than all at its end, so the recovering service is not hit by all of
- * them in one instant.
+ * The wait before a retry the server timed with Retry-After: what it asked, plus a random share of as much again (at
+ * most `maxMs` more). Clients refused in the same second (a database failover refuses every client at once) come back
+ * spread over a second rather than all at its end. A date so far off that no timer holds it waits the longest a
+ * timer does (24.8 days), never none.
  */
 export function retryAfterDelayMs(retryAfterMs: number, maxMs: number, random = Math.random): number {
-  return retryAfterMs + Math.floor(random() * Math.min(retryAfterMs, maxMs));
+  return Math.min(TIMER_MAX_MS, retryAfterMs + Math.floor(random() * Math.min(retryAfterMs, maxMs)));
 }
 
 /** The wait before retry `retry` (0-based): spread past Retry-After when the server gave one, else the backoff. */
@@ -49,7 +52,10 @@ export function retryDelayMs(
   maxMs: number,
   random = Math.random,
 ): number {
-  return retryAfterMs === null ? backoffMs(retry, baseMs, maxMs, random) : retryAfterDelayMs(retryAfterMs, maxMs, random);
+  // A Retry-After of 0 (or a date past) asks for nothing: the backoff then keeps retries from running back to back.
+  return retryAfterMs === null || retryAfterMs <= 0
+    ? backoffMs(retry, baseMs, maxMs, random)
+    : retryAfterDelayMs(retryAfterMs, maxMs, random);
 }
 
 /** With `keepAlive` false the timer does not hold a Node.js process open (browsers have no such notion). */

@@ -129,6 +129,15 @@ export async function commitRequests(
   const commit = last.statements[last.statements.length - 1];
   if (commit?.tag !== 'COMMIT' || last.status !== 'I')
     throw new PgError(`the transaction ended with ${commit?.tag ?? 'nothing'}`, 'XX000', undefined, undefined);
+  // Committed here but perhaps not on the standby a failover would promote: not "safely stored", so not a 202. The
+  // client's retry is deduplicated against this commit if the server survives, and stored again if it does not.
+  if (last.unreplicated)
+    throw new PgError(
+      'the commit was not confirmed by the synchronous standby (its wait was cancelled)',
+      '57014',
+      undefined,
+      undefined,
+    );
   users.committed(userRows);
 
   const unbilled = new Map<number, number>();

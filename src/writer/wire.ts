@@ -49,6 +49,11 @@ export interface QueryResult {
   error: PgError | null;
   /** Transaction status after it: I idle, T in a transaction, E in a failed transaction. */
   status: 'I' | 'T' | 'E';
+  /**
+   * The server warned that a commit of this query returned without waiting for its synchronous standby (the wait
+   * was cancelled): committed on this server, perhaps nowhere else.
+   */
+  unreplicated?: boolean;
 }
 
 export interface WireOptions {
@@ -276,6 +281,8 @@ export class WireConnection {
         sock.destroy();
         resolve();
       }, timeoutMs);
+      // A reset from the proxy or the server ends the attempt; unheard, it would be an uncaught exception.
+      sock.on('error', () => sock.destroy());
       sock.once('close', () => {
         clearTimeout(timer);
         resolve();
@@ -387,7 +394,16 @@ export class WireConnection {
         p.result.error ??= err;
         return;
       }
-      // T RowDescription, G CopyInResponse (the rows went ahead), I EmptyQueryResponse, N notice,
+      case 0x4e: {
+        // N: NoticeResponse. One matters: a commit whose wait for the synchronous standby was cancelled returns
+        // COMMIT with a warning ("… committed locally, but might not have been replicated to the standby").
+        const p = this.pending[0];
+        if (p === undefined) return;
+        const notice = this.parseError(body);
+        if (/synchronous replication/.test(notice.message)) p.result.unreplicated = true;
+        return;
+      }
+      // T RowDescription, G CopyInResponse (the rows went ahead), I EmptyQueryResponse,
       // S ParameterStatus, A notification, n NoData, 1/2/3 extended-protocol completions: nothing to do.
       default:
         return;

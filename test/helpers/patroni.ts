@@ -200,6 +200,8 @@ export class PatroniCluster {
             SOCKET_DIR: dir,
             SHARED_BUFFERS: '128MB',
             REPLICATION_USER: 'replicator',
+            REST_USER: 'patroni',
+            REST_PASSWORD: cluster.password,
             SUPERUSER_PASSWORD: cluster.password,
             REPLICATION_PASSWORD: cluster.password,
             REWIND_PASSWORD: cluster.password,
@@ -279,8 +281,8 @@ export class PatroniCluster {
       { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const log = this.log('etcd');
-    proc.stdout!.pipe(log);
-    proc.stderr!.pipe(log);
+    proc.stdout!.pipe(log, { end: false });
+    proc.stderr!.pipe(log, { end: false });
     this.etcd = proc;
     await until('etcd', 30_000, async () =>
       (await status(`http://127.0.0.1:${this.etcdPort}/health`)) === 200 ? true : null,
@@ -289,7 +291,7 @@ export class PatroniCluster {
 
   private startHaproxy(): void {
     const servers = this.nodes
-      .map((n) => `    server ${n.name} 127.0.0.1:${n.pgRelay.port} maxconn 500 check port ${n.restRelay.port}`)
+      .map((n) => `    server ${n.name} 127.0.0.1:${n.pgRelay.port} maxconn 150 check port ${n.restRelay.port}`)
       .join('\n');
     const cfg = join(this.dir, 'haproxy.cfg');
     writeFileSync(
@@ -301,21 +303,24 @@ export class PatroniCluster {
     );
     const proc = spawn('haproxy', ['-db', '-f', cfg], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
     const log = this.log('haproxy');
-    proc.stdout!.pipe(log);
-    proc.stderr!.pipe(log);
+    proc.stdout!.pipe(log, { end: false });
+    proc.stderr!.pipe(log, { end: false });
     this.haproxy = proc;
   }
 
   /** Starts (or restarts) a node's Patroni, which starts its PostgreSQL. */
   startNode(n: PatroniNode): void {
+    // A process group of its own: Patroni runs as two processes (the one started and a child), and kill -9 of the
+    // node must reach both, or the child carries on and a restarted node runs two Patronis on one data directory.
     const proc = spawn('patroni', [n.config], {
       env: { ...ENV, HOME: this.dir },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
       ...(this.owner ?? {}),
     });
     const log = this.log(n.name);
-    proc.stdout!.pipe(log);
-    proc.stderr!.pipe(log);
+    proc.stdout!.pipe(log, { end: false });
+    proc.stderr!.pipe(log, { end: false });
     proc.once('exit', (code, signal) => log.write(`--- patroni exited: ${code ?? signal}\n`));
     n.proc = proc;
   }
@@ -385,7 +390,13 @@ export class PatroniCluster {
   async kill(n: PatroniNode): Promise<void> {
     const pidFile = join(n.dataDir, 'postmaster.pid');
     const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : Number.NaN;
-    n.proc?.kill('SIGKILL');
+    if (n.proc?.pid !== undefined) {
+      try {
+        process.kill(-n.proc.pid, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }
     if (Number.isInteger(postmaster)) {
       try {
         process.kill(postmaster, 'SIGKILL');

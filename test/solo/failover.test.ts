@@ -69,10 +69,11 @@ describe('failover on a Patroni cluster under load', () => {
       await cluster.awaitHealthy().catch((err: Error) => {
         throw new Error(`${err.message}\n${cluster.logTail()}`);
       });
-      const instances: RunningServer[] = [
-        await startServer(cluster.url('tg'), env),
-        await startServer(cluster.url('tg'), env),
-      ];
+      const instances: RunningServer[] = [await startServer(cluster.url('tg'), env)];
+      // Whatever a failed case leaves behind is undone in `finally`: clients stopped, the old primary back.
+      let traffic: Traffic[] = [];
+      let old: PatroniNode | null = null;
+      let restored = false;
       // Past this the case fails with the cluster's logs rather than at vitest's timeout with none.
       let deadline: NodeJS.Timeout | undefined;
       const expired = new Promise<never>((_, reject) => {
@@ -85,6 +86,7 @@ describe('failover on a Patroni cluster under load', () => {
         if (process.env.HA_TRACE) console.log(`${Math.round(performance.now() - t0)} ms: ${what}`);
       };
       try {
+        instances.push(await startServer(cluster.url('tg'), env));
         const p = await bounded(provision(instances[0]!.url));
         // A monthly allowance: the instances bill through quota leases, which must renew on the new primary.
         expect(
@@ -94,14 +96,14 @@ describe('failover on a Patroni cluster under load', () => {
             )
           ).status,
         ).toBe(200);
-        const traffic = instances.map(
+        traffic = instances.map(
           (s) => new Traffic(() => s.url, p.token, { clients: 16, eventsPerBatch: 20, timeoutMs: CLIENT_TIMEOUT_MS }),
         );
         for (const t of traffic) t.start();
         await new Promise((r) => setTimeout(r, 2000));
         for (const t of traffic) expect(t.acked.size).toBeGreaterThan(0);
 
-        const old = await cluster.primary();
+        old = await cluster.primary();
         expect(old).not.toBeNull();
         const faultAt = performance.now();
         await bounded(fault(kind, old!));
@@ -163,12 +165,18 @@ describe('failover on a Patroni cluster under load', () => {
         // switched-over one by itself.
         if (kind === 'kill -9') cluster.startNode(old!);
         if (kind === 'network cut') cluster.healNetwork(old!);
+        restored = true;
         await bounded(cluster.waitReplica(old!, 120_000));
         step(`${old!.name} streams as a standby`);
       } catch (err) {
         throw new Error(`${(err as Error).message}\n${cluster.logTail()}`);
       } finally {
         clearTimeout(deadline);
+        for (const t of traffic) await Promise.race([t.stop(), new Promise((r) => setTimeout(r, CLIENT_TIMEOUT_MS))]);
+        if (old !== null && !restored) {
+          if (kind === 'kill -9' && old.proc === null) cluster.startNode(old);
+          if (kind === 'network cut') cluster.healNetwork(old);
+        }
         // SIGTERM ends an instance within SHUTDOWN_TIMEOUT_MS (30 s); one still running later is a failure of its own.
         const hung: number[] = [];
         for (const [i, s] of instances.entries()) {

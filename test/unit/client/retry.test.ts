@@ -68,7 +68,11 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(0, 1000, 250, 30_000, () => 0.5)).toBe(1500);
     expect(retryDelayMs(5, 1000, 250, 30_000, () => 0.999_999)).toBe(1999);
     expect(retryDelayMs(0, 120_000, 250, 30_000, () => 0.999_999)).toBe(149_999);
-    expect(retryDelayMs(0, 0, 250, 30_000, () => 0.7)).toBe(0);
+    // A date too far off for a timer waits the longest a timer does, not a timer that fires at once.
+    expect(retryDelayMs(0, 2 ** 40, 250, 30_000, () => 0)).toBe(2 ** 31 - 1);
+    expect(retryDelayMs(0, Number.POSITIVE_INFINITY, 250, 30_000, () => 0)).toBe(2 ** 31 - 1);
+    // Retry-After 0 or a past date: the backoff, not a retry at once.
+    expect(retryDelayMs(3, 0, 250, 30_000, () => 0.5)).toBe(backoffMs(3, 250, 30_000, () => 0.5));
   });
 
   it('spreads clients refused together: 200 draws of Retry-After 1 s cover the second after it', () => {
