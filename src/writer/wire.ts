@@ -198,6 +198,10 @@ export class WireConnection {
       'on',
       'DateStyle',
       'ISO',
+      // As every connection of the service (src/db/connect.ts): its sessions run with enable_seqscan off, which
+      // would send any plan past JIT's thresholds.
+      'jit',
+      'off',
     ];
     const body = Buffer.concat([Buffer.from([0, 3, 0, 0]), ...params.map(cstr), Buffer.from([0])]);
     const len = Buffer.allocUnsafe(4);
