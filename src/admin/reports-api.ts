@@ -3,7 +3,7 @@ import { HttpError } from '../errors.js';
 import type { HttpServer, Reply, Request } from '../http/server.js';
 import type { CampaignRow, DailyRow, ReportStore, RevenueRow } from '../reports/queries.js';
 import { dayRange, type DayRange, toCsv } from '../reports/range.js';
-import { type AdminGuard, existingProject } from './api.js';
+import { type AdminGuard, existingProject, pageLimit } from './api.js';
 import type { AdminStore } from './store.js';
 
 /** Days a daily report covers when the request names none. */
@@ -24,17 +24,6 @@ function range(q: URLSearchParams, defaultDays: number | null): DayRange | null 
   if (r === null) return null;
   if (!r.ok) throw new HttpError('bad_request', { message: `${r.message}.` });
   return r.range;
-}
-
-/** Campaigns a report lists by default and at most (besides the users without one). */
-export const CAMPAIGNS_LIMIT = { default: 100, max: 1000 };
-
-function campaignLimit(q: URLSearchParams): number {
-  const raw = q.get('limit');
-  const n = raw === null ? CAMPAIGNS_LIMIT.default : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > CAMPAIGNS_LIMIT.max)
-    throw new HttpError('bad_request', { message: `limit must be an integer from 1 to ${CAMPAIGNS_LIMIT.max}.` });
-  return n;
 }
 
 function csv(name: string, body: string): Reply {
@@ -108,7 +97,7 @@ export function mountReports(server: HttpServer, projects: AdminStore, reports: 
         const q = query(req);
         const f = format(q);
         const r = range(q, DEFAULT_DAYS)!;
-        const rows = await reports.campaigns(await project(req), r, campaignLimit(q));
+        const rows = await reports.campaigns(await project(req), r, pageLimit(q));
         return f === 'csv' ? csv(`campaigns-${r.from}-${r.to}`, campaignsCsv(rows)) : { status: 200, body: rows };
       }),
     )

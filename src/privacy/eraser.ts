@@ -15,6 +15,8 @@ const QUARANTINE_SLICE = 1000;
 const REPORT_DAYS_SLICE = 31;
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
 const MAX_ATTEMPTS = 6;
+/** A lock another session holds longer than this (DDL on a partition) fails the step, which is retried. */
+const STEP_LOCK_TIMEOUT = '5s';
 
 type Step =
   | { phase?: undefined }
@@ -111,8 +113,8 @@ export class Eraser {
         job = j;
         if (j.status === 'pending')
           await tx`UPDATE erasures SET status = 'running', started_at = now() WHERE erasure_id = ${j.erasure_id}`;
-        // Bounded work; a lock another session holds long (DDL on a partition) fails the step, which is retried.
-        await tx`SET LOCAL lock_timeout = '5s'`;
+        // Bounded work: see STEP_LOCK_TIMEOUT.
+        await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
         await this.advance(tx, j);
         return true;
       })) as boolean;
@@ -200,13 +202,12 @@ export class Eraser {
     }
     if (s.phase === 'reports') {
       // After any fold still running (it may have read their events before they were deleted): a later one
-      // cannot see them.
-      // A fold holds it for one window (well under a second, REPORTS_FOLD_LOCK's other holder), and a waiter is served
-      // before the aggregator's next try: waiting longer than the step's 5 s is safe here, and failing for it would
-      // spend the erasure's attempts on a lock that is about to be free.
+      // cannot see them. A fold holds the lock for one window, and a waiter is served before the aggregator's next
+      // try: waiting past the step's lock timeout is safe here, and failing for it would spend the erasure's attempts
+      // on a lock about to be free.
       await tx`SET LOCAL lock_timeout = '60s'`;
       await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
-      await tx`SET LOCAL lock_timeout = '5s'`;
+      await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
       // Who they were to the reports: first day and campaign, payments. The counts stay, as usage does.
       await tx`DELETE FROM report_users WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
       await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;

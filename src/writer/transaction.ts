@@ -129,9 +129,10 @@ export async function commitRequests(
   const commit = last.statements[last.statements.length - 1];
   if (commit?.tag !== 'COMMIT' || last.status !== 'I')
     throw new PgError(`the transaction ended with ${commit?.tag ?? 'nothing'}`, 'XX000', undefined, undefined);
-  // Committed here but perhaps not on the standby a failover would promote: not "safely stored", so not a 202. The
-  // client's retry is deduplicated against this commit if the server survives, and stored again if it does not.
-  if (last.unreplicated)
+  // A warning during COMMIT itself is the one a cancelled wait for the synchronous standby gives: committed here but
+  // perhaps not on the standby a failover would promote, so not a 202. The client's retry is deduplicated against
+  // this commit if the server survives, and stored again if it does not.
+  if (last.warnedAt === last.statements.length - 1)
     throw new PgError(
       'the commit was not confirmed by the synchronous standby (its wait was cancelled)',
       '57014',

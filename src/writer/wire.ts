@@ -50,10 +50,10 @@ export interface QueryResult {
   /** Transaction status after it: I idle, T in a transaction, E in a failed transaction. */
   status: 'I' | 'T' | 'E';
   /**
-   * The server warned that a commit of this query returned without waiting for its synchronous standby (the wait
-   * was cancelled): committed on this server, perhaps nowhere else.
+   * The statement (its index in `statements`) during which the server warned, as it does when a commit returns
+   * without waiting for its synchronous standby (the wait was cancelled): committed here, perhaps nowhere else.
    */
-  unreplicated?: boolean;
+  warnedAt?: number;
 }
 
 export interface WireOptions {
@@ -156,6 +156,20 @@ interface Pending {
   current: StatementResult;
   resolve: (r: QueryResult) => void;
   reject: (e: Error) => void;
+}
+
+/** The fields of an ErrorResponse or NoticeResponse, by their one-letter codes. */
+function messageFields(body: Buffer): Record<string, string> {
+  const fields: Record<string, string> = {};
+  let at = 0;
+  while (at < body.length && body[at] !== 0) {
+    const end = body.indexOf(0, at + 1);
+    // A field without its terminator would restart the loop at 0 forever: a protocol error (the connection is lost).
+    if (end < 0) throw new Error('a message field without its terminator');
+    fields[String.fromCharCode(body[at]!)] = body.toString('utf8', at + 1, end);
+    at = end + 1;
+  }
+  return fields;
 }
 
 export class WireConnection {
@@ -321,6 +335,11 @@ export class WireConnection {
     let at = 0;
     while (this.buf.length - at >= 5) {
       const len = this.buf.readInt32BE(at + 1);
+      // A length below its own 4 bytes would never move `at` on.
+      if (len < 4) {
+        this.fail(new ConnectionLost(`protocol error: message length ${len}`));
+        return;
+      }
       if (this.buf.length - at < len + 1) break;
       try {
         this.handle(this.buf[at]!, this.buf.subarray(at + 5, at + 1 + len));
@@ -400,11 +419,10 @@ export class WireConnection {
       }
       case 0x4e: {
         // N: NoticeResponse. One matters: a commit whose wait for the synchronous standby was cancelled returns
-        // COMMIT with a warning ("… committed locally, but might not have been replicated to the standby").
+        // COMMIT with a warning ("… committed locally, but might not have been replicated to the standby"). Known by
+        // its severity (V, never translated, unlike the text) and the statement it came during (see transaction.ts).
         const p = this.pending[0];
-        if (p === undefined) return;
-        const notice = this.parseError(body);
-        if (/synchronous replication/.test(notice.message)) p.result.unreplicated = true;
+        if (p !== undefined && messageFields(body).V === 'WARNING') p.result.warnedAt = p.result.statements.length;
         return;
       }
       // T RowDescription, G CopyInResponse (the rows went ahead), I EmptyQueryResponse,
@@ -415,14 +433,7 @@ export class WireConnection {
   }
 
   private parseError(body: Buffer): PgError {
-    const fields: Record<string, string> = {};
-    let at = 0;
-    while (at < body.length && body[at] !== 0) {
-      const code = String.fromCharCode(body[at]!);
-      const end = body.indexOf(0, at + 1);
-      fields[code] = body.toString('utf8', at + 1, end);
-      at = end + 1;
-    }
+    const fields = messageFields(body);
     return new PgError(fields.M ?? 'database error', fields.C ?? '', fields.n, fields.D);
   }
 

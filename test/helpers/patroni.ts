@@ -24,7 +24,7 @@ import { freePort } from '../../src/db/embedded.js';
 const run = promisify(execFile);
 const DEPLOY = fileURLToPath(new URL('../../deploy/patroni/', import.meta.url));
 /** The oldest PostgreSQL the service supports, as Debian 12 ships it. */
-export const PG_BIN = '/usr/lib/postgresql/15/bin';
+const PG_BIN = '/usr/lib/postgresql/15/bin';
 const ENV = {
   PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   LC_ALL: 'C.UTF-8',
@@ -101,12 +101,11 @@ export interface PatroniNode {
 }
 
 function render(template: string, values: Record<string, string>): string {
-  const out = template.replace(/\{\{([A-Z_]+)\}\}/g, (_, k: string) => {
+  return template.replace(/\{\{([A-Z_]+)\}\}/g, (_, k: string) => {
     const v = values[k];
     if (v === undefined) throw new Error(`no value for {{${k}}}`);
     return v;
   });
-  return out;
 }
 
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | null>): Promise<T> {
@@ -145,11 +144,6 @@ export class PatroniCluster {
   /** The database URL a service uses: through HAProxy, to whichever node is the primary. */
   url(database = 'postgres'): string {
     return `postgres://postgres:${this.password}@127.0.0.1:${this.proxyPort}/${database}`;
-  }
-
-  /** A node's own address, bypassing HAProxy. */
-  nodeUrl(node: PatroniNode, database = 'postgres'): string {
-    return `postgres://postgres:${this.password}@127.0.0.1:${node.pgPort}/${database}`;
   }
 
   static async start(): Promise<PatroniCluster> {

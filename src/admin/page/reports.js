@@ -12,9 +12,9 @@ import uPlot from './uplot.js';
 const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'];
 const COLORS = ['#1f6feb', '#2da44e', '#bf8700', '#8250df', '#cf222e', '#1b7c83', '#e16f24', '#6e7781', '#a40e26'];
 const DAY_S = 86_400;
-/** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 /** The x series of every chart: a day, shown as its date in the legend. */
 const DAY_SERIES = { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) };
+/** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 const DAY_AXIS = {
   incrs: [DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 28 * DAY_S, 91 * DAY_S],
   values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)),
