@@ -161,7 +161,7 @@ export class HttpServer {
     // dropped, so an honest client that sent too much reads its 413; past that, or when its length
     // is unknown, the answer closes the connection.
     let cut = false;
-    const refuse = (err: HttpError) => {
+    const refuse = (err: unknown) => {
       bodyDone = true;
       cut = true;
       chunks = [];
@@ -215,6 +215,9 @@ export class HttpServer {
 
     const finish = (reply: Reply) => {
       this.inflight--;
+      // Answered before its body ended (refused early, or shed): what is still to come is read and
+      // dropped like a refused body's, never held: it would be taken from the budget and not given back.
+      if (!bodyDone) refuse(new Aborted('answered before the body ended'));
       budget.release(held);
       held = 0;
       if (this.inflight === 0) this.notifyDrained();

@@ -3,7 +3,7 @@
 import { connect as netConnect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, postBotApi, provision, type Provisioned, type Res, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, type Provisioned, type Res, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -231,5 +231,38 @@ describe('headers', () => {
     expect(sane.headers.get('x-request-id')).toBe('abc-123');
     const odd = await call(`${srv.url}/healthz`, { headers: { 'x-request-id': 'a b<script>' } });
     expect(odd.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('a body sent after its answer', () => {
+  it('is read and dropped, never held: refusals answered before their bodies do not use up MAX_INFLIGHT_BODY_BYTES', async () => {
+    // 1 MiB of budget; each refusal below is answered from its head, then sent 300 KiB of body.
+    const small = await startServer(db.url, { MAX_INFLIGHT_BODY_BYTES: String(1024 * 1024) });
+    try {
+      for (let i = 0; i < 6; i++) {
+        const answered = await new Promise<string>((resolve, reject) => {
+          const s = netConnect(small.port, '127.0.0.1');
+          let got = '';
+          s.on('error', reject);
+          s.on('data', (d) => {
+            got += d;
+            if (!got.includes('\r\n\r\n')) return;
+            // The answer is in: now the body, then the connection is done with.
+            s.end(Buffer.alloc(300 * 1024, 0x20), () => resolve(got));
+          });
+          s.write(`POST /tg HTTP/1.1\r\nHost: x\r\nX-API-Key: tgk_wrong${i}\r\nContent-Length: ${300 * 1024}\r\n\r\n`);
+        });
+        expect(answered).toMatch(/^HTTP\/1\.1 (401|429) /);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      // The operator's gauge of bytes held: nothing is in flight, so nothing is held.
+      const metrics = (await admin(small.url, 'GET', '/metrics')).text;
+      expect(/^tg_ingest_inflight_body_bytes (\d+)/m.exec(metrics)?.[1]).toBe('0');
+      const provisioned = await provision(small.url);
+      const ok = await postBotApi(small.url, provisioned.token, { events: [serverEvent()] });
+      expect(ok.status).toBe(202);
+    } finally {
+      await small.stop();
+    }
   });
 });

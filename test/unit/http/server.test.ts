@@ -1,15 +1,19 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpError } from '../../../src/errors.js';
 import { BodyBudget } from '../../../src/limits/body-budget.js';
 import { HttpServer } from '../../../src/http/server.js';
 
 let server: HttpServer;
 let base: string;
+let port: number;
 const errors: unknown[] = [];
+const budget = new BodyBudget(1 << 20);
 
 beforeAll(async () => {
   server = new HttpServer({
     maxBodyBytes: 1024,
-    bodyBudget: new BodyBudget(1 << 20),
+    bodyBudget: budget,
     trustProxy: false,
     onError: (_req, err) => errors.push(err),
   });
@@ -20,8 +24,16 @@ beforeAll(async () => {
   server
     .route('get', '/cyclic', () => ({ status: 200, body: cyclic }))
     .route('get', '/deep', () => ({ status: 200, body: deep }))
-    .route('get', '/ok', () => ({ status: 200, body: { ok: true } }));
-  base = `http://127.0.0.1:${await server.listen('127.0.0.1', 0)}`;
+    .route('get', '/ok', () => ({ status: 200, body: { ok: true } }))
+    .route('post', '/refuse', () => {
+      throw new HttpError('overloaded', { retryAfterS: 1 });
+    })
+    .route('post', '/echo', async (_req, readBody) => ({
+      status: 200,
+      body: { bytes: (await readBody()).byteLength },
+    }));
+  port = await server.listen('127.0.0.1', 0);
+  base = `http://127.0.0.1:${port}`;
 });
 afterAll(() => {
   server.stopListening();
@@ -36,5 +48,46 @@ describe('HttpServer', () => {
     }
     expect(errors.length).toBe(2);
     expect((await fetch(`${base}/ok`)).status).toBe(200);
+  });
+
+  it('a request answered before its body arrives holds none of it; the connection serves the next request', async () => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    const answers = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => ((received.match(/HTTP\/1\.1 /g) ?? []).length >= n ? resolve() : setTimeout(check, 5));
+        check();
+      });
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    // The head alone: the answer comes first, then the body, in two parts.
+    socket.write('POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n');
+    await answers(1);
+    expect(received).toMatch(/^HTTP\/1\.1 503 /);
+    expect(received).toMatch(/Retry-After: 1/i);
+    socket.write('a'.repeat(600));
+    await new Promise((r) => setTimeout(r, 50));
+    socket.write('a'.repeat(400));
+    socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc');
+    await answers(2);
+    expect(received).toMatch(/HTTP\/1\.1 200 [^]*\{"bytes":3\}$/);
+    socket.destroy();
+    expect(budget.bytes).toBe(0);
+  });
+
+  it('a chunked body answered before it ends has its connection closed rather than read without end', async () => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write('POST /refuse HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n');
+    await closed;
+    expect(received).toMatch(/^HTTP\/1\.1 503 /);
+    expect(budget.bytes).toBe(0);
   });
 });
