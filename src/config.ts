@@ -88,6 +88,12 @@ export interface Config {
   writeTimeoutMs: number;
   /** Rows held by the writer (queued or committing); a request that would exceed it gets 503. */
   writerMaxQueuedRows: number;
+  /**
+   * Load shedding's bound on the queue delay (the oldest request the writer holds, plus the event loop's delay), beyond
+   * the BATCH_MAX_WAIT_MS a queued request waits by design: past it by 100 ms, ingestion requests get 503 unread until
+   * the delay is back under it (src/limits/shedding.ts).
+   */
+  shedQueueDelayMs: number;
   shutdownTimeoutMs: number;
 }
 
@@ -293,6 +299,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     authCacheMaxEntries: integer(env, 'AUTH_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
     writeTimeoutMs: integer(env, 'WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
     writerMaxQueuedRows: integer(env, 'WRITER_MAX_QUEUED_ROWS', 200_000, 1000, 100_000_000),
+    shedQueueDelayMs: integer(env, 'SHED_QUEUE_DELAY_MS', 50, 1, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
   };
   return Object.freeze(config);

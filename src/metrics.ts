@@ -27,6 +27,8 @@ export interface Probes {
   poolUtilization(): number;
   writerPending(): number;
   writerQueuedRows(): number;
+  /** Age of the oldest request the writer holds, waiting or committing (ms). */
+  writerQueueDelayMs(): number;
   bodyBytes(): number;
   heldAnswers(): number;
   liveViewers(): number;
@@ -62,6 +64,7 @@ export class Metrics {
   private readonly quarantined: client.Counter<'code'>;
   private readonly replayed: client.Counter<'outcome'>;
   private readonly dbErrors: client.Counter<'kind'>;
+  private readonly shedRequests: client.Counter;
 
   constructor(probes: Probes) {
     const r = this.registry;
@@ -161,6 +164,11 @@ export class Metrics {
       labelNames: ['kind'],
       registers: [r],
     });
+    this.shedRequests = new client.Counter({
+      name: 'tg_ingest_shed_requests_total',
+      help: 'Ingestion requests answered 503 overloaded before their body was read, while the service was behind (SHED_QUEUE_DELAY_MS).',
+      registers: [r],
+    });
 
     new client.Gauge({
       name: 'tg_ingest_pool_queue_size',
@@ -192,6 +200,14 @@ export class Metrics {
       registers: [r],
       collect() {
         this.set(probes.writerQueuedRows());
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_writer_queue_delay_seconds',
+      help: 'How long the oldest request the writer holds (waiting or committing) has been in it; with the event loop delay, what load shedding reads (SHED_QUEUE_DELAY_MS).',
+      registers: [r],
+      collect() {
+        this.set(probes.writerQueueDelayMs() / 1000);
       },
     });
     new client.Gauge({
@@ -329,6 +345,10 @@ export class Metrics {
 
   dbError(kind: DbErrorKind): void {
     this.dbErrors.labels(kind).inc();
+  }
+
+  shed(): void {
+    this.shedRequests.inc();
   }
 
   async text(): Promise<string> {

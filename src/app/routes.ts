@@ -68,10 +68,17 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
     if (closing()) throw new HttpError('shutting_down', { retryAfterS: 1 });
     return webapp(req, readBody);
   };
-  for (const path of PATHS.bot_api) server.route('post', path, botApi).route('any', path, methodNotAllowed('POST'));
+  // Shedding asks first, from the request's head: on bot_api the key's project when it is in memory (see LoadShedder).
+  const shedBotApi = {
+    refusal: (header: (name: string) => string) =>
+      closing() ? null : p.shedder.refusal(p.tokens.projectOf(header('x-api-key').trim())),
+  };
+  const shedWebapp = { refusal: () => (closing() ? null : p.shedder.refusal()) };
+  for (const path of PATHS.bot_api)
+    server.route('post', path, botApi, { shed: shedBotApi }).route('any', path, methodNotAllowed('POST'));
   for (const path of PATHS.webapp) {
     server
-      .route('post', path, unlessClosing, { maxBodyBytes: config.webappMaxBodyBytes })
+      .route('post', path, unlessClosing, { maxBodyBytes: config.webappMaxBodyBytes, shed: shedWebapp })
       .route('options', path, corsPreflight())
       .route('any', path, methodNotAllowed('POST, OPTIONS'));
   }

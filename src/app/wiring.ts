@@ -32,6 +32,8 @@ import { IngestStats } from '../quality/stats.js';
 import { QualityStore } from '../quality/store.js';
 import { IngestPool } from '../worker/pool.js';
 import { GroupCommitWriter } from '../writer/group-commit.js';
+import { LoadShedder } from '../limits/shedding.js';
+import { LoopDelay } from '../limits/loop-delay.js';
 import type { WriteOutcome } from '../writer/sink.js';
 
 export interface Parts {
@@ -61,6 +63,8 @@ export interface Parts {
   tokenTags: Awaited<ReturnType<typeof loadTokenTags>>;
   /** What both ingestion endpoints commit through. */
   commit: CommitDeps;
+  /** Answers ingestion requests 503 unread while the service is behind. */
+  shedder: LoadShedder;
   /** Local caches dropped at once when the admin API changes what they hold. */
   hooks: AdminHooks;
   bucketOptions: BucketOptions;
@@ -86,6 +90,7 @@ export async function wire(
     poolUtilization: () => pool.utilization,
     writerPending: () => sink.pending,
     writerQueuedRows: () => sink.queuedRows,
+    writerQueueDelayMs: () => sink.queueDelayMs,
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
@@ -101,6 +106,8 @@ export async function wire(
     laneWaiting: () => pool.laneWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
   });
+  const loopDelay = new LoopDelay();
+  const derived = new DerivedBytes(bodyBudget);
   const sink = new GroupCommitWriter({
     url: databaseUrl,
     connections: config.dbWriterConnections,
@@ -246,7 +253,14 @@ export async function wire(
     tarpit,
     readiness,
     tokenTags,
-    commit: { quota, sink, derived: new DerivedBytes(bodyBudget), quarantineBudget, onOutcome },
+    commit: { quota, sink, derived, quarantineBudget, onOutcome },
+    shedder: new LoadShedder(
+      () => sink.queueDelayMs + loopDelay.ms,
+      // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.
+      config.batchMaxWaitMs + config.shedQueueDelayMs,
+      (projectId) => derived.holdsShare(projectId),
+      () => metrics.shed(),
+    ),
     hooks: {
       tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
       botChanged: (botId) => {
@@ -260,6 +274,7 @@ export async function wire(
     },
     bucketOptions: { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin },
     stop() {
+      loopDelay.stop();
       tarpit.release();
       readiness.stop();
       pruner.stop();

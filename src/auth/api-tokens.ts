@@ -95,6 +95,11 @@ export class TokenResolver {
     return !isTokenShaped(token) || this.cache.cached(token) || this.neverIssued(token);
   }
 
+  /** The project of a token known in memory, without a query or a refresh; null when it is not (or has none). */
+  projectOf(token: string): string | null {
+    return this.cache.peek(token)?.projectId ?? null;
+  }
+
   /** null: unknown or revoked. Throws LookupFailed when the database cannot answer and nothing is cached. */
   async resolve(token: string): Promise<TokenInfo | null> {
     if (!isTokenShaped(token)) return null;

@@ -30,6 +30,8 @@ export class BodyBudget {
  */
 export class DerivedBytes {
   private readonly byProject = new Map<string, number>();
+  /** The sum of byProject. */
+  private total = 0;
 
   constructor(
     private readonly budget: BodyBudget,
@@ -49,6 +51,7 @@ export class DerivedBytes {
   /** A body the HTTP front holds already, counted against the project's share only. */
   holdBody(projectId: string, n: number): void {
     this.byProject.set(projectId, (this.byProject.get(projectId) ?? 0) + n);
+    this.total += n;
   }
 
   releaseBody(projectId: string, n: number): void {
@@ -61,6 +64,7 @@ export class DerivedBytes {
     if (held > 0 && held + n > this.share) return false;
     if (!this.budget.take(n)) return false;
     this.byProject.set(projectId, held + n);
+    this.total += n;
     return true;
   }
 
@@ -69,8 +73,19 @@ export class DerivedBytes {
     this.forget(projectId, n);
   }
 
+  /**
+   * Whether the project holds at least an equal share of what all projects hold: while the service is behind, its
+   * new requests are the ones shed, and a tenant holding less than that (its neighbour) is still let in.
+   */
+  holdsShare(projectId: string): boolean {
+    const held = this.byProject.get(projectId) ?? 0;
+    return held > 0 && held * this.byProject.size >= this.total;
+  }
+
   private forget(projectId: string, n: number): void {
-    const left = (this.byProject.get(projectId) ?? 0) - n;
+    const before = this.byProject.get(projectId) ?? 0;
+    const left = before - n;
+    this.total -= Math.min(before, n);
     if (left > 0) this.byProject.set(projectId, left);
     else this.byProject.delete(projectId);
   }

@@ -95,6 +95,8 @@ interface Slot {
   /** Opened before the slot's first batch and after a lost one. */
   conn: WriterConnection | null;
   busy: boolean;
+  /** While busy: when the oldest request of its batch was submitted. */
+  since: number;
 }
 
 class Timeout extends Error {}
@@ -124,7 +126,7 @@ export class GroupCommitWriter implements EventSink {
 
   constructor(private readonly opts: WriterOptions) {
     this.transport = opts.transport ?? postgresTransport(opts);
-    for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, conn: null, busy: false });
+    for (let i = 0; i < opts.connections; i++) this.slots.push({ id: i, conn: null, busy: false, since: 0 });
     this.sweeper = setInterval(() => this.expireWaiting(), Math.max(50, Math.min(1000, opts.writeTimeoutMs / 4)));
     this.sweeper.unref();
   }
@@ -141,6 +143,17 @@ export class GroupCommitWriter implements EventSink {
 
   get queuedRows(): number {
     return this.heldRows;
+  }
+
+  /**
+   * How long the oldest request the writer holds, waiting or committing, has been in it (ms): what a request let in
+   * now can expect to wait, and the signal load shedding reads. Under normal load a batch waits at most
+   * BATCH_MAX_WAIT_MS and commits in milliseconds; it grows when the database takes less than arrives.
+   */
+  get queueDelayMs(): number {
+    let oldest = this.queue.length === 0 ? Number.POSITIVE_INFINITY : this.queue[0]!.enqueuedAt;
+    for (const s of this.slots) if (s.busy && s.since < oldest) oldest = s.since;
+    return oldest === Number.POSITIVE_INFINITY ? 0 : performance.now() - oldest;
   }
 
   submit(req: WriteRequest): Promise<WriteOutcome> {
@@ -226,6 +239,7 @@ export class GroupCommitWriter implements EventSink {
       }
       this.waitingRows -= rows;
       slot.busy = true;
+      slot.since = batch[0]!.enqueuedAt;
       void this.runBatch(slot, batch).finally(() => {
         this.heldRows -= rows;
         slot.busy = false;

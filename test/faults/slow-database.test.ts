@@ -4,7 +4,7 @@
 // Service resumes when the lock goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Sql } from '../../src/db/connect.js';
-import { admin, postBotApi, provision, serverEvent } from '../helpers/api.js';
+import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
 
@@ -111,5 +111,60 @@ describe('a stuck database', () => {
         a.status === 202 ? a.ids.length : 0,
       );
     }
+  }, 60_000);
+
+  it('sheds at the door while the writer is behind: 503 with Retry-After at once, on both endpoints, nothing read or stored; then lets requests in again', async () => {
+    const p = await provision(srv.url);
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    const shedBefore = metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_shed_requests_total');
+
+    let release: () => void = () => undefined;
+    const unlocked = new Promise<void>((r) => (release = r));
+    const lock = locker.begin(async (tx) => {
+      await tx`LOCK TABLE events IN ACCESS EXCLUSIVE MODE`;
+      await unlocked;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    // Two requests take the writer's two connections, waiting on the lock; once they have waited past
+    // SHED_QUEUE_DELAY_MS (50 ms) and the 100 ms it takes to count as overload, the next ones are turned away.
+    let firstSettled = false;
+    const first = Promise.all([
+      postBotApi(srv.url, p.token, { events: [serverEvent()] }),
+      postBotApi(srv.url, p.token, { events: [serverEvent()] }),
+    ]).finally(() => (firstSettled = true));
+    await new Promise((r) => setTimeout(r, 300));
+
+    const shedEvents = [serverEvent(), serverEvent()];
+    const shed = await postBotApi(srv.url, p.token, { events: shedEvents });
+    // Answered while the request ahead of it is still waiting for the database.
+    expect(firstSettled).toBe(false);
+    expect(shed.status).toBe(503);
+    expect(shed.body.error).toBe('overloaded');
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(shed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+
+    // On webapp too, readable by the mini-app's browser (CORS), before its body (here not even valid) is read.
+    const webapp = await call(`${srv.url}/tg/webapp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://app.example.com' },
+      body: 'not json',
+    });
+    expect(firstSettled).toBe(false);
+    expect(webapp.status).toBe(503);
+    expect(webapp.body.error).toBe('overloaded');
+    expect(webapp.headers.get('retry-after')).toBe('1');
+    expect(webapp.headers.get('access-control-allow-origin')).toBe('*');
+    expect(webapp.headers.get('access-control-expose-headers')).toContain('Retry-After');
+    const shedAfter = metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_shed_requests_total');
+    expect(shedAfter - shedBefore).toBe(2);
+
+    release();
+    await lock;
+    await first;
+    // The backlog gone, requests are let in again.
+    expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM events WHERE event_id IN ${db.sql(shedEvents.map((e) => e.eventId))}`;
+    expect(n).toBe(0);
   }, 60_000);
 });

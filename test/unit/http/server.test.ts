@@ -9,6 +9,7 @@ let base: string;
 let port: number;
 const errors: unknown[] = [];
 const budget = new BodyBudget(1 << 20);
+let shedding = true;
 
 beforeAll(async () => {
   server = new HttpServer({
@@ -31,7 +32,10 @@ beforeAll(async () => {
     .route('post', '/echo', async (_req, readBody) => ({
       status: 200,
       body: { bytes: (await readBody()).byteLength },
-    }));
+    }))
+    .route('post', '/shed', () => ({ status: 202, body: { ok: true } }), {
+      shed: { refusal: () => (shedding ? new HttpError('overloaded', { retryAfterS: 1 }) : null) },
+    });
   port = await server.listen('127.0.0.1', 0);
   base = `http://127.0.0.1:${port}`;
 });
@@ -72,7 +76,7 @@ describe('HttpServer', () => {
     socket.write('a'.repeat(400));
     socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc');
     await answers(2);
-    expect(received).toMatch(/HTTP\/1\.1 200 [^]*\{"bytes":3\}$/);
+    expect(received).toMatch(/HTTP\/1\.1 200 [\s\S]*\{"bytes":3\}$/);
     socket.destroy();
     expect(budget.bytes).toBe(0);
   });
@@ -89,5 +93,46 @@ describe('HttpServer', () => {
     await closed;
     expect(received).toMatch(/^HTTP\/1\.1 503 /);
     expect(budget.bytes).toBe(0);
+  });
+
+  it('a shed route answers 503 from its head; the body that follows is dropped and the connection serves the next request', async () => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    const answers = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => ((received.match(/HTTP\/1\.1 /g) ?? []).length >= n ? resolve() : setTimeout(check, 5));
+        check();
+      });
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nX-Request-Id: shed-1\r\nContent-Length: 1000\r\n\r\n');
+    await answers(1);
+    expect(received).toMatch(/^HTTP\/1\.1 503 /);
+    expect(received).toMatch(/\r\nRetry-After: 1\r\n/i);
+    expect(received).toMatch(/\r\nX-Request-Id: shed-1\r\n/i);
+    expect(received).toContain('"error":"overloaded"');
+    socket.write('a'.repeat(1000));
+    shedding = false;
+    socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}');
+    await answers(2);
+    expect(received).toMatch(/HTTP\/1\.1 202 [\s\S]*\{"ok":true\}$/);
+    shedding = true;
+    socket.destroy();
+    expect(budget.bytes).toBe(0);
+  });
+
+  it('a client that pipelines shed requests and never reads the answers costs only itself', async () => {
+    shedding = true;
+    const socket = connect({ host: '127.0.0.1', port });
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'.repeat(20_000));
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await fetch(`${base}/ok`)).status).toBe(200);
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await fetch(`${base}/ok`)).status).toBe(200);
   });
 });

@@ -1,0 +1,62 @@
+// Load shedding at the door. When more arrives than the service gets through, requests queue (in the
+// writer for the database, in their sockets for the event loop) and every one of them waits longer:
+// answered late, or not before its client gives up. The signal is that queue delay, measured: the age
+// of the oldest request the writer holds (waiting or committing) plus how late the event loop runs.
+// It rises for every way of falling behind (more traffic, a slow disk, a checkpoint, a failover) and
+// needs no tuning to the machine, unlike a count of connections or of requests in flight. While it is
+// past SHED_QUEUE_DELAY_MS, ingestion requests are answered 503 with Retry-After from the HTTP front
+// before anything of them is read, a small fraction of what accepting one costs, so the requests let
+// in keep their latency and the process its memory.
+//
+// As in CoDel, a moment over the bound is not overload: shedding starts once the delay is ENTER_MS
+// past the bound, and stops as soon as it is back under it; within REENTER_MS of stopping it starts
+// again at the bound itself, since the backlog that caused it is likely still there. Who is shed: a
+// project known from memory that holds less than an equal share of the request data in hand is let
+// in even then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant
+// first, not its neighbours.
+import { HttpError } from '../errors.js';
+
+const ENTER_MS = 100;
+const REENTER_MS = 1000;
+
+const REFUSAL = new HttpError('overloaded', {
+  message:
+    'The service is behind: requests are waiting too long. Nothing of this request was read; retry after the delay in Retry-After.',
+  retryAfterS: 1,
+});
+
+export class LoadShedder {
+  private shedding = false;
+  private stoppedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    /** In ms: what a request arriving now can expect to wait (the writer's queue delay and the loop's). */
+    private readonly delayMs: () => number,
+    private readonly maxDelayMs: number,
+    /** Whether a project holds at least an equal share of the request data in hand. */
+    private readonly holdsShare: (projectId: string) => boolean = () => true,
+    private readonly onShed?: () => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /**
+   * The answer for a request arriving now while the service is behind; null when it is let in. `projectId`, when
+   * known from memory: a project holding less than an equal share of what is in hand is let in even then, so that one
+   * tenant's backlog sheds that tenant first and not its neighbours.
+   */
+  refusal(projectId: string | null = null): HttpError | null {
+    const delay = this.delayMs();
+    if (delay <= this.maxDelayMs) {
+      if (this.shedding) {
+        this.shedding = false;
+        this.stoppedAt = this.now();
+      }
+      return null;
+    }
+    if (!this.shedding && (delay > this.maxDelayMs + ENTER_MS || this.now() - this.stoppedAt < REENTER_MS))
+      this.shedding = true;
+    if (!this.shedding || (projectId !== null && !this.holdsShare(projectId))) return null;
+    this.onShed?.();
+    return REFUSAL;
+  }
+}
