@@ -42,8 +42,10 @@ system-deps:
 	@sh scripts/system-deps.sh chromium nginx patroni etcd-server:etcd haproxy \
 		postgresql-15:/usr/lib/postgresql/15/bin/postgres
 
+# The whole suite on the embedded PostgreSQL 18, then its non-solo files again on Debian's 15, the oldest supported.
 test: system-deps build check
 	npx vitest run
+	env -u TEST_DATABASE_URL TEST_PG_BIN=/usr/lib/postgresql/15/bin npx vitest run --project suite
 
 bench: build
 	node dist/bench/run.js

@@ -90,7 +90,7 @@ export interface Config {
   writerMaxQueuedRows: number;
   /**
    * Load shedding's bound on the queue delay (the oldest request the writer holds, plus the event loop's delay), beyond
-   * the BATCH_MAX_WAIT_MS a queued request waits by design: past it by 100 ms, ingestion requests get 503 unread until
+   * the BATCH_MAX_WAIT_MS a queued request waits by design: past it for 100 ms, ingestion requests get 503 unread until
    * the delay is back under it (src/limits/shedding.ts).
    */
   shedQueueDelayMs: number;

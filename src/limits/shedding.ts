@@ -3,17 +3,19 @@
 // answered late, or not before its client gives up. The signal is that queue delay, measured: the age
 // of the oldest request the writer holds (waiting or committing) plus how late the event loop runs.
 // It rises for every way of falling behind (more traffic, a slow disk, a checkpoint, a failover) and
-// needs no tuning to the machine, unlike a count of connections or of requests in flight. While it is
-// past SHED_QUEUE_DELAY_MS, ingestion requests are answered 503 with Retry-After from the HTTP front
+// needs no tuning to the machine, unlike a count of connections or of requests in flight. (The loop's
+// part counts only while the writer holds requests; the bound is BATCH_MAX_WAIT_MS, which a queued
+// request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.) While it is past the
+// bound, ingestion requests are answered 503 with Retry-After from the HTTP front
 // before anything of them is read, a small fraction of what accepting one costs, so the requests let
 // in keep their latency and the process its memory.
 //
-// As in CoDel, a moment over the bound is not overload: shedding starts once the delay is ENTER_MS
-// past the bound, and stops as soon as it is back under it; within REENTER_MS of stopping it starts
-// again at the bound itself, since the backlog that caused it is likely still there. Who is shed: a
-// project known from memory that holds less than an equal share of the request data in hand is let
-// in even then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant
-// first, not its neighbours.
+// As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over
+// ENTER_MS have all found the delay over the bound, and stops as soon as one finds it back under;
+// within REENTER_MS of stopping it starts again at once, since the backlog that caused it is likely
+// still there. Who is shed: a project known from memory that holds less than an equal share of the
+// request data in hand is let in even then, so that one tenant's backlog (heavy batches, a commit
+// redone) sheds that tenant first, not its neighbours.
 import { HttpError } from '../errors.js';
 
 const ENTER_MS = 100;
@@ -27,6 +29,8 @@ const REFUSAL = new HttpError('overloaded', {
 
 export class LoadShedder {
   private shedding = false;
+  /** When an arrival first found the delay over the bound (null: the last one found it under). */
+  private overSince: number | null = null;
   private stoppedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -45,16 +49,17 @@ export class LoadShedder {
    * tenant's backlog sheds that tenant first and not its neighbours.
    */
   refusal(projectId: string | null = null): HttpError | null {
-    const delay = this.delayMs();
-    if (delay <= this.maxDelayMs) {
+    const now = this.now();
+    if (this.delayMs() <= this.maxDelayMs) {
+      this.overSince = null;
       if (this.shedding) {
         this.shedding = false;
-        this.stoppedAt = this.now();
+        this.stoppedAt = now;
       }
       return null;
     }
-    if (!this.shedding && (delay > this.maxDelayMs + ENTER_MS || this.now() - this.stoppedAt < REENTER_MS))
-      this.shedding = true;
+    this.overSince ??= now;
+    if (!this.shedding && (now - this.overSince >= ENTER_MS || now - this.stoppedAt < REENTER_MS)) this.shedding = true;
     if (!this.shedding || (projectId !== null && !this.holdsShare(projectId))) return null;
     this.onShed?.();
     return REFUSAL;

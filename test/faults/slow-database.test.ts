@@ -116,6 +116,8 @@ describe('a stuck database', () => {
   it('sheds at the door while the writer is behind: 503 with Retry-After at once, on both endpoints, nothing read or stored; then lets requests in again', async () => {
     const p = await provision(srv.url);
     expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);
+    // More than a second after the last test's shedding stopped, so this one starts afresh.
+    await new Promise((r) => setTimeout(r, 1100));
     const shedBefore = metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_shed_requests_total');
 
     let release: () => void = () => undefined;
@@ -125,14 +127,18 @@ describe('a stuck database', () => {
       await unlocked;
     });
     await new Promise((r) => setTimeout(r, 100));
-    // Two requests take the writer's two connections, waiting on the lock; once they have waited past
-    // SHED_QUEUE_DELAY_MS (50 ms) and the 100 ms it takes to count as overload, the next ones are turned away.
+    // Two requests take the writer's two connections, waiting on the lock. Once they have waited past
+    // SHED_QUEUE_DELAY_MS (50 ms), the next arrival is still let in, and starts the clock: arrivals that
+    // find the delay over the bound for 100 ms are overload, and the next ones are turned away.
     let firstSettled = false;
-    const first = Promise.all([
+    const waiting = [
       postBotApi(srv.url, p.token, { events: [serverEvent()] }),
       postBotApi(srv.url, p.token, { events: [serverEvent()] }),
-    ]).finally(() => (firstSettled = true));
+    ];
     await new Promise((r) => setTimeout(r, 300));
+    waiting.push(postBotApi(srv.url, p.token, { events: [serverEvent()] }));
+    const first = Promise.all(waiting).finally(() => (firstSettled = true));
+    await new Promise((r) => setTimeout(r, 200));
 
     const shedEvents = [serverEvent(), serverEvent()];
     const shed = await postBotApi(srv.url, p.token, { events: shedEvents });

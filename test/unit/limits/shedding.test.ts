@@ -14,36 +14,56 @@ function shedder() {
 }
 
 describe('LoadShedder', () => {
-  it('lets a moment over the bound pass; sheds once the delay is 100 ms past it', () => {
+  it('lets a moment over the bound pass; sheds once arrivals have found the delay over it for 100 ms', () => {
     const { s, shedding } = shedder();
     s.delay = 50;
     expect(shedding()).toBe(false);
-    s.delay = 149;
+    s.delay = 400;
     expect(shedding()).toBe(false);
-    s.delay = 151;
+    s.now = 99;
+    expect(shedding()).toBe(false);
+    // One arrival under the bound restarts the clock.
+    s.delay = 40;
+    expect(shedding()).toBe(false);
+    s.delay = 60;
+    s.now = 150;
+    expect(shedding()).toBe(false);
+    s.now = 250;
     expect(shedding()).toBe(true);
     expect(s.shed).toBe(1);
-    const r = new LoadShedder(() => 200, 50).refusal();
-    expect(r?.status).toBe(503);
-    expect(r?.code).toBe('overloaded');
-    expect(r?.retryAfterS).toBe(1);
+    const r = new LoadShedder(
+      () => 200,
+      50,
+      undefined,
+      undefined,
+      () => performance.now(),
+    );
+    r.refusal();
+    const later = performance.now() + 100;
+    while (performance.now() < later);
+    expect(r.refusal()?.status).toBe(503);
+    expect(r.refusal()?.code).toBe('overloaded');
+    expect(r.refusal()?.retryAfterS).toBe(1);
   });
 
-  it('keeps shedding down to the bound, stops at it, and starts again at the bound within a second', () => {
+  it('keeps shedding down to the bound, stops at it, and starts again at once within a second', () => {
     const { s, shedding } = shedder();
     s.delay = 200;
+    shedding();
+    s.now = 100;
     expect(shedding()).toBe(true);
     s.delay = 60;
     expect(shedding()).toBe(true);
     s.delay = 50;
     expect(shedding()).toBe(false);
-    s.now = 999;
+    s.now = 1099;
     s.delay = 60;
     expect(shedding()).toBe(true);
     s.delay = 10;
+    s.now = 1100;
     expect(shedding()).toBe(false);
     // A second later the backlog is taken to be gone: a moment over the bound passes again.
-    s.now = 2000;
+    s.now = 2100;
     s.delay = 60;
     expect(shedding()).toBe(false);
   });
@@ -52,6 +72,8 @@ describe('LoadShedder', () => {
     const { s, shedding } = shedder();
     s.delay = 200;
     s.heavy.add('heavy');
+    shedding('heavy');
+    s.now = 100;
     expect(shedding('heavy')).toBe(true);
     expect(shedding('light')).toBe(false);
     // A project not known from memory (a webapp body not yet read, a key not cached) is shed.
