@@ -76,6 +76,19 @@ export interface ServerOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 
+/** The Content-Length a client declared: null when absent, NaN when not a plain number. */
+function declaredLength(raw: string | undefined): number | null {
+  return raw === undefined ? null : /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
+}
+
+/**
+ * After an answer that cut a body short: the rest is read and dropped on a kept-alive connection up to twice the
+ * limit, so an honest client reads its answer; past that, or when its length is unknown, the connection is closed.
+ */
+function closeAfterCut(declared: number | null, max: number): boolean {
+  return declared === null || Number.isNaN(declared) || declared > 2 * max;
+}
+
 function decodeParam(raw: string): string {
   try {
     return decodeURIComponent(raw);
@@ -146,12 +159,10 @@ export class HttpServer {
       address: '',
     };
     const reply = replyFor(refusal);
-    // As for a body refused in serve(): a length past twice the limit, or none, closes the connection rather than have
-    // the rest read and dropped.
-    const declaredRaw = uReq.getHeader('content-length');
-    const declared = /^\d{1,15}$/.test(declaredRaw) ? Number(declaredRaw) : Number.NaN;
-    const close = declaredRaw === '' ? uReq.getHeader('transfer-encoding') !== '' : !(declared <= 2 * max);
-    this.write(res, req, reply, close);
+    // As for a body refused in serve().
+    const declared = declaredLength(uReq.getHeader('content-length') || undefined);
+    const bodyFollows = declared !== null || uReq.getHeader('transfer-encoding') !== '';
+    this.write(res, req, reply, bodyFollows && closeAfterCut(declared, max));
     this.opts.onReply?.(req, reply, performance.now() - started);
   }
 
@@ -195,9 +206,7 @@ export class HttpServer {
     // that announces 32 MiB and sends three bytes costs three bytes.
     let chunks: Buffer[] = [];
     let size = 0;
-    // A body refused before its end keeps streaming in. Up to the limit again it is read and
-    // dropped, so an honest client that sent too much reads its 413; past that, or when its length
-    // is unknown, the answer closes the connection.
+    // A body refused before its end keeps streaming in: closeAfterCut() says what becomes of the rest.
     let cut = false;
     const refuse = (err: unknown) => {
       bodyDone = true;
@@ -216,8 +225,7 @@ export class HttpServer {
 
     const tooLarge = () =>
       new HttpError('payload_too_large', { message: `The body exceeds ${max} bytes.`, details: { maxBytes: max } });
-    const declaredRaw = headers['content-length'];
-    const declared = declaredRaw === undefined ? null : /^\d{1,15}$/.test(declaredRaw) ? Number(declaredRaw) : NaN;
+    const declared = declaredLength(headers['content-length']);
     if (declared !== null && declared > max) refuse(tooLarge());
     else if (
       NO_BODY.has(req.method) ||
@@ -263,7 +271,7 @@ export class HttpServer {
       const send = () => {
         if (aborted) return;
         try {
-          this.write(res, req, reply, cut && (declared === null || Number.isNaN(declared) || declared > 2 * max));
+          this.write(res, req, reply, cut && closeAfterCut(declared, max));
           if (reply.stream !== undefined) void this.pump(res, req, reply.stream, streamState);
           this.opts.onReply?.(req, reply, performance.now() - started);
         } catch (err) {

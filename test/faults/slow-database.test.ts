@@ -28,6 +28,21 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** Holds `events` locked, in a transaction of its own, until the function it returns is called. */
+async function lockEvents(): Promise<() => Promise<void>> {
+  let release: () => void = () => undefined;
+  const unlocked = new Promise<void>((r) => (release = r));
+  const lock = locker.begin(async (tx) => {
+    await tx`LOCK TABLE events IN ACCESS EXCLUSIVE MODE`;
+    await unlocked;
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  return async () => {
+    release();
+    await lock;
+  };
+}
+
 function metric(text: string, name: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? Number.NaN : Number(line.slice(name.length + 1));
@@ -40,14 +55,7 @@ describe('a stuck database', () => {
 
     const answers: { status: number; ids: string[]; ms: number; retryAfter: string | null; error?: string }[] = [];
     let heldRows = 0;
-    let release: () => void = () => undefined;
-    const unlocked = new Promise<void>((r) => (release = r));
-    // The lock is held in a transaction of its own until released.
-    const lock = locker.begin(async (tx) => {
-      await tx`LOCK TABLE events IN ACCESS EXCLUSIVE MODE`;
-      await unlocked;
-    });
-    await new Promise((r) => setTimeout(r, 100));
+    const unlock = await lockEvents();
 
     const until = Date.now() + 4000;
     const client = async () => {
@@ -75,8 +83,7 @@ describe('a stuck database', () => {
       }
     })();
     await Promise.all([...Array.from({ length: 24 }, client), scraper]);
-    release();
-    await lock;
+    await unlock();
 
     // Bounded: at most WRITER_MAX_QUEUED_ROWS held (plus the one request that found the writer empty).
     expect(heldRows).toBeGreaterThan(0);
@@ -120,13 +127,7 @@ describe('a stuck database', () => {
     await new Promise((r) => setTimeout(r, 1100));
     const shedBefore = metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_shed_requests_total');
 
-    let release: () => void = () => undefined;
-    const unlocked = new Promise<void>((r) => (release = r));
-    const lock = locker.begin(async (tx) => {
-      await tx`LOCK TABLE events IN ACCESS EXCLUSIVE MODE`;
-      await unlocked;
-    });
-    await new Promise((r) => setTimeout(r, 100));
+    const unlock = await lockEvents();
     // Two requests take the writer's two connections, waiting on the lock. Once they have waited past
     // SHED_QUEUE_DELAY_MS (50 ms), the next arrival is still let in, and starts the clock: arrivals that
     // find the delay over the bound for 100 ms are overload, and the next ones are turned away.
@@ -164,8 +165,7 @@ describe('a stuck database', () => {
     const shedAfter = metric((await admin(srv.url, 'GET', '/metrics')).text, 'tg_ingest_shed_requests_total');
     expect(shedAfter - shedBefore).toBe(2);
 
-    release();
-    await lock;
+    await unlock();
     await first;
     // The backlog gone, requests are let in again.
     expect((await postBotApi(srv.url, p.token, { events: [serverEvent()] })).status).toBe(202);

@@ -43,6 +43,28 @@ afterAll(() => {
   server.stopListening();
 });
 
+/** A client on a raw socket: what it sent is exactly what the server reads. */
+async function rawClient() {
+  const socket = connect({ host: '127.0.0.1', port });
+  let received = '';
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  return {
+    socket,
+    closed,
+    received: () => received,
+    /** Resolves once `n` answers have begun to arrive. */
+    answers: (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => ((received.match(/HTTP\/1\.1 /g) ?? []).length >= n ? resolve() : setTimeout(check, 5));
+        check();
+      }),
+  };
+}
+
 describe('HttpServer', () => {
   it("a reply that cannot be serialised is that request's 500; the server goes on", async () => {
     for (const path of ['/cyclic', '/deep']) {
@@ -55,69 +77,43 @@ describe('HttpServer', () => {
   });
 
   it('a request answered before its body arrives holds none of it; the connection serves the next request', async () => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let received = '';
-    socket.on('data', (d: Buffer) => {
-      received += d.toString('latin1');
-    });
-    const answers = (n: number) =>
-      new Promise<void>((resolve) => {
-        const check = () => ((received.match(/HTTP\/1\.1 /g) ?? []).length >= n ? resolve() : setTimeout(check, 5));
-        check();
-      });
-    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    const { socket, received, answers } = await rawClient();
     // The head alone: the answer comes first, then the body, in two parts.
     socket.write('POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n');
     await answers(1);
-    expect(received).toMatch(/^HTTP\/1\.1 503 /);
-    expect(received).toMatch(/Retry-After: 1/i);
+    expect(received()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(received()).toMatch(/Retry-After: 1/i);
     socket.write('a'.repeat(600));
     await new Promise((r) => setTimeout(r, 50));
     socket.write('a'.repeat(400));
     socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc');
     await answers(2);
-    expect(received).toMatch(/HTTP\/1\.1 200 [\s\S]*\{"bytes":3\}$/);
+    expect(received()).toMatch(/HTTP\/1\.1 200 [\s\S]*\{"bytes":3\}$/);
     socket.destroy();
     expect(budget.bytes).toBe(0);
   });
 
   it('a chunked body answered before it ends has its connection closed rather than read without end', async () => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let received = '';
-    socket.on('data', (d: Buffer) => {
-      received += d.toString('latin1');
-    });
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    const { socket, received, closed } = await rawClient();
     socket.write('POST /refuse HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n');
     await closed;
-    expect(received).toMatch(/^HTTP\/1\.1 503 /);
+    expect(received()).toMatch(/^HTTP\/1\.1 503 /);
     expect(budget.bytes).toBe(0);
   });
 
   it('a shed route answers 503 from its head; the body that follows is dropped and the connection serves the next request', async () => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let received = '';
-    socket.on('data', (d: Buffer) => {
-      received += d.toString('latin1');
-    });
-    const answers = (n: number) =>
-      new Promise<void>((resolve) => {
-        const check = () => ((received.match(/HTTP\/1\.1 /g) ?? []).length >= n ? resolve() : setTimeout(check, 5));
-        check();
-      });
-    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    const { socket, received, answers } = await rawClient();
     socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nX-Request-Id: shed-1\r\nContent-Length: 1000\r\n\r\n');
     await answers(1);
-    expect(received).toMatch(/^HTTP\/1\.1 503 /);
-    expect(received).toMatch(/\r\nRetry-After: 1\r\n/i);
-    expect(received).toMatch(/\r\nX-Request-Id: shed-1\r\n/i);
-    expect(received).toContain('"error":"overloaded"');
+    expect(received()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(received()).toMatch(/\r\nRetry-After: 1\r\n/i);
+    expect(received()).toMatch(/\r\nX-Request-Id: shed-1\r\n/i);
+    expect(received()).toContain('"error":"overloaded"');
     socket.write('a'.repeat(1000));
     shedding = false;
     socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}');
     await answers(2);
-    expect(received).toMatch(/HTTP\/1\.1 202 [\s\S]*\{"ok":true\}$/);
+    expect(received()).toMatch(/HTTP\/1\.1 202 [\s\S]*\{"ok":true\}$/);
     shedding = true;
     socket.destroy();
     expect(budget.bytes).toBe(0);
@@ -125,8 +121,7 @@ describe('HttpServer', () => {
 
   it('a client that pipelines shed requests and never reads the answers costs only itself', async () => {
     shedding = true;
-    const socket = connect({ host: '127.0.0.1', port });
-    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    const { socket } = await rawClient();
     socket.pause();
     socket.write('POST /shed HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'.repeat(20_000));
     await new Promise((r) => setTimeout(r, 500));
