@@ -255,12 +255,8 @@ export async function wire(
     tokenTags,
     commit: { quota, sink, derived, quarantineBudget, onOutcome },
     shedder: new LoadShedder(
-      // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
-      // and shedding would spare nobody anything.
-      () => {
-        const writer = sink.queueDelayMs;
-        return writer === 0 ? 0 : writer + loopDelay.ms;
-      },
+      () => sink.queueDelayMs,
+      () => loopDelay.ms,
       // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.
       config.batchMaxWaitMs + config.shedQueueDelayMs,
       (projectId) => derived.holdsShare(projectId),

@@ -4,11 +4,11 @@
 // of the oldest request the writer holds (waiting or committing) plus how late the event loop runs.
 // It rises for every way of falling behind (more traffic, a slow disk, a checkpoint, a failover) and
 // needs no tuning to the machine, unlike a count of connections or of requests in flight. (The loop's
-// part counts only while the writer holds requests; the bound is BATCH_MAX_WAIT_MS, which a queued
-// request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.) While it is past the
-// bound, ingestion requests are answered 503 with Retry-After from the HTTP front
-// before anything of them is read, a small fraction of what accepting one costs, so the requests let
-// in keep their latency and the process its memory.
+// part counts only while the writer holds requests, and judges only requests of a known project; the
+// bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS:
+// src/app/wiring.ts.) While it is past the bound, ingestion requests are answered 503 with Retry-After
+// from the HTTP front before anything of them is read, a small fraction of what accepting one costs,
+// so the requests let in keep their latency and the process its memory.
 //
 // As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over
 // ENTER_MS have all found the delay over the bound, and stops as soon as one finds it back under;
@@ -34,8 +34,10 @@ export class LoadShedder {
   private stoppedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    /** In ms: what a request arriving now can expect to wait (the writer's queue delay and the loop's). */
-    private readonly delayMs: () => number,
+    /** In ms: the writer's queue delay (the oldest request it holds, waiting or committing). */
+    private readonly writerDelayMs: () => number,
+    /** In ms: how late the event loop runs. */
+    private readonly loopDelayMs: () => number,
     private readonly maxDelayMs: number,
     /** Whether a project holds at least an equal share of the request data in hand. */
     private readonly holdsShare: (projectId: string) => boolean = () => true,
@@ -46,11 +48,17 @@ export class LoadShedder {
   /**
    * The answer for a request arriving now while the service is behind; null when it is let in. `projectId`, when
    * known from memory: a project holding less than an equal share of what is in hand is let in even then, so that one
-   * tenant's backlog sheds that tenant first and not its neighbours.
+   * tenant's backlog sheds that tenant first and not its neighbours. A request whose project is not known (a webapp
+   * body not yet read, a key not in memory) is shed only while the writer alone is past the bound: the loop's delay
+   * may come from work nobody is accountable for (a flood of unauthenticated bodies), and must not let that work turn
+   * genuine requests away.
    */
   refusal(projectId: string | null = null): HttpError | null {
     const now = this.now();
-    if (this.delayMs() <= this.maxDelayMs) {
+    const writer = this.writerDelayMs();
+    // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
+    // and shedding would spare nobody anything.
+    if (writer === 0 || writer + this.loopDelayMs() <= this.maxDelayMs) {
       this.overSince = null;
       if (this.shedding) {
         this.shedding = false;
@@ -60,7 +68,8 @@ export class LoadShedder {
     }
     this.overSince ??= now;
     if (!this.shedding && (now - this.overSince >= ENTER_MS || now - this.stoppedAt < REENTER_MS)) this.shedding = true;
-    if (!this.shedding || (projectId !== null && !this.holdsShare(projectId))) return null;
+    if (!this.shedding) return null;
+    if (projectId !== null ? !this.holdsShare(projectId) : writer <= this.maxDelayMs) return null;
     this.onShed?.();
     return REFUSAL;
   }

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { LoadShedder } from '../../../src/limits/shedding.js';
 
 function shedder() {
-  const s = { delay: 0, now: 0, shed: 0, heavy: new Set<string>() };
+  const s = { delay: 0, loop: 0, now: 0, shed: 0, heavy: new Set<string>() };
   const l = new LoadShedder(
     () => s.delay,
+    () => s.loop,
     50,
     (projectId) => s.heavy.has(projectId),
     () => s.shed++,
@@ -33,6 +34,7 @@ describe('LoadShedder', () => {
     expect(s.shed).toBe(1);
     const r = new LoadShedder(
       () => 200,
+      () => 0,
       50,
       undefined,
       undefined,
@@ -81,5 +83,24 @@ describe('LoadShedder', () => {
     expect(s.shed).toBe(2);
     s.delay = 10;
     expect(shedding('heavy')).toBe(false);
+  });
+
+  it("counts the loop's delay only with work in hand, and against requests of a known project only", () => {
+    const { s, shedding } = shedder();
+    s.heavy.add('heavy');
+    // Late with nothing in hand: nobody is shed.
+    s.loop = 500;
+    shedding('heavy');
+    s.now = 100;
+    expect(shedding('heavy')).toBe(false);
+    // With work in hand, the writer's delay and the loop's together are over the bound.
+    s.delay = 20;
+    shedding('heavy');
+    s.now = 200;
+    expect(shedding('heavy')).toBe(true);
+    // A request of no known project is judged by the writer alone (an unauthenticated flood can make the loop late).
+    expect(shedding(null)).toBe(false);
+    s.delay = 60;
+    expect(shedding(null)).toBe(true);
   });
 });
