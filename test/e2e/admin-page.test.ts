@@ -311,9 +311,23 @@ describe('admin page', () => {
     await dialog.getByTestId('token-dialog-close').click();
     await page.setViewportSize({ width: 1280, height: 900 });
 
-    // A reload keeps the session and the selected project; signing out forgets the token.
-    await page.reload();
+    // A reload keeps the session and the selected project, and shows no sign-in form while the stored
+    // token is checked (held here until looked at); signing out forgets the token.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let checking!: () => void;
+    const checked = new Promise<void>((resolve) => (checking = resolve));
+    await page.route(/\/admin\/projects$/, async (route) => {
+      checking();
+      await held;
+      await route.continue();
+    });
+    await page.reload({ waitUntil: 'commit' });
+    await checked;
+    expect(await byTestId('login-form').isVisible()).toBe(false);
+    release();
     await expect.poll(() => byTestId('project-title').textContent()).toBe(projectName);
+    await page.unrouteAll();
     await byTestId('sign-out').click();
     await byTestId('login-form').waitFor();
     expect(await page.evaluate<string | null>("sessionStorage.getItem('tg-ingest.adminToken')")).toBeNull();

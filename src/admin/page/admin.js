@@ -23,11 +23,16 @@ resetReports();
     $('login-token').focus();
     return;
   }
+  // No sign-in form flashing up while the stored token is checked: it is shown again only if that fails.
+  $('login').hidden = true;
   try {
     await signIn(token);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401)
       signOut('The stored admin token is no longer accepted. Sign in again.');
-    else showLoginError(describe(err));
+    else {
+      $('login').hidden = false;
+      showLoginError(describe(err));
+    }
   }
 })();
