@@ -5,6 +5,8 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll's own default is 1 s: too short for a round trip on a busy 2-core CI machine.
+    expect: { poll: { timeout: 10_000 } },
     pool: 'forks',
     projects: [
       {

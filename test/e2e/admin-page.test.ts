@@ -65,6 +65,30 @@ async function signIn(p: Page): Promise<void> {
   await p.getByTestId('project-create-form').waitFor();
 }
 
+/**
+ * Holds the page's first GET matching `url` once the service has answered it: the answer reaches the page
+ * only on release(), as a slow network delivers an answer given before a change made meanwhile.
+ */
+async function holdFirstAnswer(url: RegExp) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let answeredNow!: () => void;
+  const answered = new Promise<void>((resolve) => (answeredNow = resolve));
+  let deliveredNow!: () => void;
+  const delivered = new Promise<void>((resolve) => (deliveredNow = resolve));
+  let holding = true;
+  await page.route(url, async (route) => {
+    if (!holding || route.request().method() !== 'GET') return route.continue();
+    holding = false;
+    const response = await route.fetch();
+    answeredNow();
+    await held;
+    await route.fulfill({ response });
+    deliveredNow();
+  });
+  return { answered, release, delivered };
+}
+
 /** A fresh tab: no token, no remembered project. */
 async function freshTab(): Promise<Page> {
   const tab = await browser.newPage();
@@ -207,13 +231,22 @@ describe('admin page', () => {
     expect(projectId).toMatch(/^[0-9a-f-]{36}$/);
     expect((await admin(srv.url, 'GET', `/admin/projects/${projectId}`)).body.eventAllowance).toBe(5000);
 
-    // Allowance: empty means unlimited.
+    // Allowance: empty means unlimited. A refresh round answered before the change and arriving after it
+    // (held here) must not put the old allowance back.
+    const round = await holdFirstAnswer(/\/usage$/);
+    await round.answered;
     await byTestId('allowance-input').fill('');
     await byTestId('allowance-save').click();
     await expect
       .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${projectId}`)).body.eventAllowance)
       .toBeNull();
     await expect.poll(() => byTestId('usage-allowance').textContent()).toBe('unlimited');
+    // The held round says "Updated …" once it has drawn its answer.
+    await page.evaluate("document.getElementById('live-updated').textContent = ''");
+    round.release();
+    await expect.poll(() => page.locator('#live-updated').textContent()).not.toBe('');
+    expect(await byTestId('usage-allowance').textContent()).toBe('unlimited');
+    await page.unrouteAll();
 
     // A bot linked to the project.
     await byTestId('bot-name').fill('Shop bot');
@@ -237,10 +270,13 @@ describe('admin page', () => {
       .poll(async () => (await admin(srv.url, 'GET', `/admin/bots/${botId}`)).body.messengerBotId)
       .toBe(7123456789);
 
-    // Token dialog: create one and read its value, shown once.
+    // Token dialog: create one and read its value, shown once. The list the dialog asked for on opening
+    // (empty, held here until the token is made) must not hide the new token.
+    const opening = await holdFirstAnswer(/\/tokens$/);
     await row.getByTestId('bot-tokens').click();
     const dialog = byTestId('token-dialog');
     await dialog.waitFor();
+    await opening.answered;
     await dialog.getByTestId('token-create').click();
     const valueBox = dialog.getByTestId('token-new-value');
     await expect.poll(() => valueBox.inputValue()).not.toBe('');
@@ -249,6 +285,11 @@ describe('admin page', () => {
     await dialog.getByTestId('token-copy').click();
     await expect.poll(() => dialog.getByTestId('token-copy-status').textContent()).toMatch(/Copied|Selected/);
     await expect.poll(() => dialog.getByTestId('token-row').count()).toBe(1);
+    opening.release();
+    await opening.delivered;
+    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 100))');
+    expect(await dialog.getByTestId('token-row').count()).toBe(1);
+    await page.unrouteAll();
     expect(await dialog.getByTestId('token-last-used').textContent()).toBe('never');
 
     // The token works, and the live view picks the event up.
@@ -405,8 +446,8 @@ describe('admin page', () => {
       // One loop: every round asks for both, so the counts never drift apart.
       const count = (kind: string) => requests.filter((k) => k === kind).length;
       requests.length = 0;
-      await page.waitForTimeout(7_000);
-      expect(count('stats')).toBeGreaterThanOrEqual(2);
+      // A round every 3 s after the last one answered: two of them, however slow the answers.
+      await expect.poll(() => count('stats'), { timeout: 15_000, interval: 250 }).toBeGreaterThanOrEqual(2);
       expect(Math.abs(count('stats') - count('usage'))).toBeLessThanOrEqual(1);
 
       // Hidden: nothing is asked (a round already in flight may still land).
@@ -419,7 +460,7 @@ describe('admin page', () => {
       // Visible again: a round at once, with revenue, then the loop goes on.
       await setTabHidden(false);
       await expect
-        .poll(() => [count('stats'), count('usage'), count('reports/revenue')], { timeout: 1_000, interval: 50 })
+        .poll(() => [count('stats'), count('usage'), count('reports/revenue')], { timeout: 2_500, interval: 50 })
         .toEqual([1, 1, 1]);
       await expect.poll(() => count('stats'), { timeout: 5_000, interval: 250 }).toBe(2);
     } finally {
@@ -928,7 +969,7 @@ describe('admin page', () => {
     }
     // Sections are a link away.
     await page.locator('[data-testid="section-nav"] a[data-section="quarantine"]').click();
-    expect(new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=quarantine`);
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=quarantine`);
     expect(pageProblems).toEqual([]);
   }, 60_000);
 
@@ -938,7 +979,7 @@ describe('admin page', () => {
     expect((await postBotApi(srv.url, own.token, { events })).status).toBe(202);
     await openProject(own.projectId);
     await page.locator('[data-testid="section-nav"] a[data-section="privacy"]').click();
-    expect(new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=privacy`);
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#project=${own.projectId}&section=privacy`);
     await expect.poll(() => byTestId('erasures-empty').isVisible()).toBe(true);
     expect(await byTestId('erasure-request').isDisabled()).toBe(true);
 

@@ -4,11 +4,15 @@ import { $, el, MESSENGER_ID, state } from './core.js';
 import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { openTokens } from './tokens.js';
 
+/** Bumped by each list asked for and each bot created: an older answer must not wipe a newer list. */
+let botsAsked = 0;
+
 export async function loadBots() {
   const projectId = state.projectId;
+  const asked = ++botsAsked;
   try {
     const bots = await api('GET', `/admin/projects/${projectId}/bots`);
-    if (projectId !== state.projectId) return;
+    if (projectId !== state.projectId || asked !== botsAsked) return;
     state.bots = bots;
     renderBots();
   } catch (err) {
@@ -19,6 +23,7 @@ export async function loadBots() {
 export const botLabel = (b) => b.name || 'Unnamed bot';
 
 function replaceBot(bot) {
+  botsAsked++;
   state.bots = state.bots.map((b) => (b.botId === bot.botId ? bot : b));
 }
 
@@ -133,6 +138,7 @@ $('bot-create-form').addEventListener('submit', async (e) => {
   await busy(e.submitter, async () => {
     const { bot } = await api('POST', '/admin/bots', body);
     e.target.reset();
+    botsAsked++;
     if (projectId === state.projectId) {
       state.bots.push(bot);
       renderBots();

@@ -21,6 +21,8 @@ export const state = {
   timer: null,
   ticks: 0,
   loop: 0,
+  /** Bumped by each usage request: only the answer to the latest one is shown, the others came from before a change. */
+  usageAsked: 0,
   /** The stored tracking plan (null: none) and the editor text it was shown as, to tell unsaved edits. */
   plan: null,
   planText: '',

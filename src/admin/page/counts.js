@@ -23,6 +23,7 @@ export function stopLive() {
 async function tick(loop) {
   const projectId = state.projectId;
   const slow = state.ticks++ % SLOW_EVERY === 0;
+  const usageAsked = ++state.usageAsked;
   const [stats, usage] = await Promise.allSettled([
     api('GET', `/admin/projects/${projectId}/stats`),
     api('GET', `/admin/projects/${projectId}/usage`),
@@ -30,7 +31,8 @@ async function tick(loop) {
   ]);
   if (loop !== state.loop) return;
   if (stats.status === 'fulfilled') renderStats(stats.value);
-  if (usage.status === 'fulfilled') renderUsage(usage.value);
+  // A change saved meanwhile (an allowance, a replay) asked again: this answer would put back the old numbers.
+  if (usage.status === 'fulfilled' && usageAsked === state.usageAsked) renderUsage(usage.value);
   const failed = [stats, usage].find((r) => r.status === 'rejected');
   if (failed && isSignedOutError(failed.reason)) return;
   $('live-updated').textContent = failed

@@ -135,9 +135,10 @@ $('allowance-form').addEventListener('submit', async (e) => {
 
 export async function loadUsage() {
   const projectId = state.projectId;
+  const asked = ++state.usageAsked;
   try {
     const u = await api('GET', `/admin/projects/${projectId}/usage`);
-    if (projectId === state.projectId) renderUsage(u);
+    if (projectId === state.projectId && asked === state.usageAsked) renderUsage(u);
   } catch (err) {
     if (!isSignedOutError(err)) flash(`Usage: ${describe(err)}`, 'error');
   }

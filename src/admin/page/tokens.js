@@ -30,12 +30,16 @@ function tokenError(message) {
   $('token-error').hidden = message === '';
 }
 
+/** Bumped by each list asked for: the answer to an earlier one (the dialog's opening) must not hide a new token. */
+let tokensAsked = 0;
+
 async function loadTokens() {
   const bot = state.dialogBot;
   if (!bot) return;
+  const asked = ++tokensAsked;
   try {
     const tokens = await api('GET', `/admin/bots/${bot.botId}/tokens`);
-    if (bot !== state.dialogBot) return;
+    if (bot !== state.dialogBot || asked !== tokensAsked) return;
     $('token-body').replaceChildren(...tokens.map(tokenRow));
     $('token-empty').hidden = tokens.length > 0;
   } catch (err) {
