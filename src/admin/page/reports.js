@@ -44,8 +44,12 @@ function lastDays(days) {
   return { from: isoDay(from), to: isoDay(to) };
 }
 
+/** Bumped by each range asked for: a slower answer for a range chosen earlier is not drawn over a later one. */
+let asked = 0;
+
 export async function loadReports(range = shown ?? lastDays(Number($('report-days').value) || 30)) {
   const projectId = state.projectId;
+  const mine = ++asked;
   const q = `from=${range.from}&to=${range.to}`;
   $('reports-status').textContent = 'Loading…';
   try {
@@ -54,12 +58,12 @@ export async function loadReports(range = shown ?? lastDays(Number($('report-day
       api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
       api('GET', `/admin/projects/${projectId}/reports/campaigns?${q}`),
     ]);
-    if (projectId !== state.projectId) return;
+    if (projectId !== state.projectId || mine !== asked) return;
     shown = range;
     draw(daily, revenue, campaigns);
     $('reports-status').textContent = `${range.from} to ${range.to} (UTC), up to a minute behind the events.`;
   } catch (err) {
-    if (isSignedOutError(err) || projectId !== state.projectId) return;
+    if (isSignedOutError(err) || projectId !== state.projectId || mine !== asked) return;
     $('reports-status').textContent = `The reports could not be loaded: ${describe(err)}`;
   }
 }
