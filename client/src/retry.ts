@@ -35,13 +35,19 @@ export function backoffMs(retry: number, baseMs: number, maxMs: number, random =
 const TIMER_MAX_MS = 2 ** 31 - 1;
 
 /**
- * The wait before a retry the server timed with Retry-After: what it asked, plus a random share of as much again (at
- * most `maxMs` more). Clients refused in the same second (a database failover refuses every client at once) come back
- * spread over a second rather than all at its end. A date so far off that no timer holds it waits the longest a
- * timer does (24.8 days), never none.
+ * The longest Retry-After honoured (or `maxMs`, if longer). The service asks for seconds; a proxy that answers with
+ * days (a misconfiguration, or someone on the path) must not park a request, and close(), for that long.
+ */
+export const RETRY_AFTER_MAX_MS = 10 * 60_000;
+
+/**
+ * The wait before a retry the server timed with Retry-After: what it asked (at most RETRY_AFTER_MAX_MS or `maxMs`),
+ * plus a random share of as much again (at most `maxMs` more). Clients refused in the same second (a database
+ * failover refuses every client at once) come back spread over a second rather than all at its end.
  */
 export function retryAfterDelayMs(retryAfterMs: number, maxMs: number, random = Math.random): number {
-  return Math.min(TIMER_MAX_MS, retryAfterMs + Math.floor(random() * Math.min(retryAfterMs, maxMs)));
+  const asked = Math.min(retryAfterMs, Math.max(maxMs, RETRY_AFTER_MAX_MS));
+  return Math.min(TIMER_MAX_MS, asked + Math.floor(random() * Math.min(asked, maxMs)));
 }
 
 /** The wait before retry `retry` (0-based): spread past Retry-After when the server gave one, else the backoff. */

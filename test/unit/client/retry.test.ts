@@ -68,9 +68,14 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(0, 1000, 250, 30_000, () => 0.5)).toBe(1500);
     expect(retryDelayMs(5, 1000, 250, 30_000, () => 0.999_999)).toBe(1999);
     expect(retryDelayMs(0, 120_000, 250, 30_000, () => 0.999_999)).toBe(149_999);
-    // A date too far off for a timer waits the longest a timer does, not a timer that fires at once.
-    expect(retryDelayMs(0, 2 ** 40, 250, 30_000, () => 0)).toBe(2 ** 31 - 1);
-    expect(retryDelayMs(0, Number.POSITIVE_INFINITY, 250, 30_000, () => 0)).toBe(2 ** 31 - 1);
+    // Honoured up to 10 minutes (or retryMaxMs, if longer): a proxy asking for days does not park the request.
+    expect(retryDelayMs(0, 600_000, 250, 30_000, () => 0)).toBe(600_000);
+    expect(retryDelayMs(0, 3 * 86_400_000, 250, 30_000, () => 0)).toBe(600_000);
+    expect(retryDelayMs(0, 2 ** 40, 250, 30_000, () => 0.5)).toBe(615_000);
+    expect(retryDelayMs(0, Number.POSITIVE_INFINITY, 250, 30_000, () => 0)).toBe(600_000);
+    expect(retryDelayMs(0, 3_600_000, 250, 1_800_000, () => 0)).toBe(1_800_000);
+    // Never longer than a timer holds (a longer one would fire at once).
+    expect(retryDelayMs(0, 2 ** 40, 250, 2 ** 40, () => 0)).toBe(2 ** 31 - 1);
     // Retry-After 0 or a past date: the backoff, not a retry at once.
     expect(retryDelayMs(3, 0, 250, 30_000, () => 0.5)).toBe(backoffMs(3, 250, 30_000, () => 0.5));
   });
