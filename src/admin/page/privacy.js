@@ -120,7 +120,13 @@ function renderErasures(items) {
   );
 }
 
+/** What the suppression list shows: redrawn only when it changes, so a "Lift" being confirmed stays open. */
+let shownSuppressions = '';
+
 function renderSuppressions(items, more) {
+  const key = JSON.stringify([state.projectId, more, items.map((s) => [s.userId, s.createdAt])]);
+  if (key === shownSuppressions && $('suppressions-list').childElementCount > 0) return;
+  shownSuppressions = key;
   $('suppressions-empty').hidden = items.length > 0;
   $('suppressions-list').replaceChildren(
     ...items.map((s) => {
