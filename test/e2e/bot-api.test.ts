@@ -11,7 +11,12 @@ let p: Provisioned;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { RATE_LIMIT_BURST: '100000', MAX_BODY_BYTES: '2000000' });
+  // Shedding is tested where it is the subject (slow-database, the solo floods), not in this file's bursts.
+  srv = await startServer(db.url, {
+    RATE_LIMIT_BURST: '100000',
+    MAX_BODY_BYTES: '2000000',
+    SHED_QUEUE_DELAY_MS: '5000',
+  });
   p = await provision(srv.url);
 });
 afterAll(async () => {

@@ -213,8 +213,10 @@ describe('quota across instances', () => {
     expect((await postOne(b, p.token)).status).toBe(202);
     expect((await admin(a.url, 'PATCH', `/admin/projects/${p.projectId}`, { eventAllowance: 101 })).status).toBe(200);
     const changed = Date.now();
-    // Past the TTL, one request makes B re-read the plan (2 billed of 101 now), then the burst comes.
-    await sleep(TTL_MS + 20);
+    // Past twice the TTL, one request makes B re-read the plan before it answers (2 billed of 101 now; between one
+    // and two TTLs it would re-read in the background, and a slow read let the burst in on the old lease), then
+    // the burst comes.
+    await sleep(2 * TTL_MS + 50);
     expect((await postOne(b, p.token)).status).toBe(202);
     await sleep(50);
     const burst = await Promise.all(

@@ -10,7 +10,7 @@ let p: Provisioned;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url, { LOG_LEVEL: 'debug', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_MIN: '60' });
+  srv = await startServer(db.url, { LOG_LEVEL: 'debug', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_MIN: '1' });
   p = await provision(srv.url);
 });
 afterAll(async () => {

@@ -760,8 +760,10 @@ describe('admin API', () => {
       await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }),
       202,
     );
-    // The reports follow the stored events a fraction of a second behind (REPORTS_LAG_MS in the test servers).
-    await new Promise((r) => setTimeout(r, 1000));
+    // The reports follow the stored events a second or two behind (REPORTS_LAG_MS in the test servers).
+    await expect
+      .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${projectId}/reports/revenue`)).body)
+      .toHaveLength(1);
     const revenue = await adminCall(
       'GET',
       '/admin/projects/{projectId}/reports/revenue',

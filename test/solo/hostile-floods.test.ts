@@ -249,12 +249,15 @@ describe('admin-supplied schemas', () => {
         expect(r.body.diagnostics.map((d: { code: string }) => d.code)).toContain('schema_violation');
       }
     })();
-    const { worst } = await slowestHealthz(s.url, work);
+    const { p95, worst } = await slowestHealthz(s.url, work);
     times.sort((x, y) => x - y);
     console.log(
-      `catastrophic pattern: median ${times[10]!.toFixed(1)} ms, slowest ${times[19]!.toFixed(1)} ms; slowest /healthz ${worst.toFixed(1)} ms`,
+      `catastrophic pattern: median ${times[10]!.toFixed(1)} ms, slowest ${times[19]!.toFixed(1)} ms; /healthz p95 ${p95.toFixed(1)} ms, slowest ${worst.toFixed(1)} ms`,
     );
     expect(times[10]).toBeLessThan(100);
-    expect(worst).toBeLessThan(50);
+    // As for the heavy bodies: one lost scheduler slice on two busy cores is not a blocked loop (a backtracking
+    // match of this pattern would block it for seconds).
+    expect(p95).toBeLessThan(50);
+    expect(worst).toBeLessThan(100);
   }, 60_000);
 });
