@@ -27,6 +27,8 @@ beforeAll(async () => {
     AUTH_CACHE_MAX_ENTRIES: '2',
     AUTH_FAILURE_BURST: '5',
     AUTH_FAILURE_REFILL_PER_S: '0.001',
+    // Longer than the default second: the valid request that overtakes a held refusal has that long on a busy machine.
+    AUTH_RATE_LIMITED_DELAY_MS: '2000',
     INITDATA_FAILURE_BURST_PER_BOT: '8',
     INITDATA_FAILURE_REFILL_PER_S_PER_BOT: '0.001',
     RATE_LIMIT_BURST: '100000',
@@ -167,7 +169,7 @@ describe('bot_api keys', () => {
     for (let i = 0; i < 5; i++) expect((await postBotApi(unknownToken(), other)).status).toBe(401);
   });
 
-  it('answers a client past its budget a second late (AUTH_RATE_LIMITED_DELAY_MS), while its known key is served meanwhile', async () => {
+  it('answers a client past its budget late (AUTH_RATE_LIMITED_DELAY_MS), while its known key is served meanwhile', async () => {
     const from = address();
     for (let i = 0; i < 5; i++) expect((await postBotApi(unknownToken(), from)).status).toBe(401);
     const order: string[] = [];
@@ -184,7 +186,7 @@ describe('bot_api keys', () => {
     expect([r.status, r.body.error, r.headers.get('retry-after') !== null]).toEqual([429, 'auth_rate_limited', true]);
     expect(order).toEqual(['202', '429']);
     // A lower bound only: the service cannot answer before the delay, however busy the machine.
-    expect(ms).toBeGreaterThanOrEqual(950);
+    expect(ms).toBeGreaterThanOrEqual(1950);
   });
 
   it('serves a token issued before tags, and looks keys without the tag up only while such a token is live', async () => {

@@ -17,7 +17,7 @@ beforeAll(async () => {
   srv = await startServer(db.url, {
     RATE_LIMIT_BURST: '1000000',
     WRITER_MAX_QUEUED_ROWS: '1000',
-    WRITE_TIMEOUT_MS: '1500',
+    WRITE_TIMEOUT_MS: '3000',
     DB_WRITER_CONNECTIONS: '2',
   });
   locker = connect(db.url, { max: 1, name: 'test locker' });
