@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Locator, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -73,20 +73,36 @@ async function holdFirstAnswer(url: RegExp) {
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   let answeredNow!: () => void;
-  const answered = new Promise<void>((resolve) => (answeredNow = resolve));
+  let missing!: (err: Error) => void;
+  const answered = new Promise<void>((resolve, reject) => {
+    answeredNow = resolve;
+    missing = reject;
+  });
+  const noRequest = setTimeout(() => missing(new Error(`the page asked for nothing matching ${url} in 10 s`)), 10_000);
   let deliveredNow!: () => void;
   const delivered = new Promise<void>((resolve) => (deliveredNow = resolve));
   let holding = true;
-  await page.route(url, async (route) => {
+  const handler = async (route: Route) => {
     if (!holding || route.request().method() !== 'GET') return route.continue();
     holding = false;
     const response = await route.fetch();
+    clearTimeout(noRequest);
     answeredNow();
     await held;
     await route.fulfill({ response });
     deliveredNow();
-  });
-  return { answered, release, delivered };
+  };
+  await page.route(url, handler);
+  return {
+    answered,
+    release,
+    /** Once the page has had the held answer and time to draw it (or, fixed, to drop it). */
+    settled: async () => {
+      await delivered;
+      await page.evaluate('new Promise((resolve) => setTimeout(resolve, 500))');
+    },
+    unroute: () => page.unroute(url, handler),
+  };
 }
 
 /** A fresh tab: no token, no remembered project. */
@@ -246,7 +262,7 @@ describe('admin page', () => {
     round.release();
     await expect.poll(() => page.locator('#live-updated').textContent()).not.toBe('');
     expect(await byTestId('usage-allowance').textContent()).toBe('unlimited');
-    await page.unrouteAll();
+    await round.unroute();
 
     // A bot linked to the project.
     await byTestId('bot-name').fill('Shop bot');
@@ -286,10 +302,9 @@ describe('admin page', () => {
     await expect.poll(() => dialog.getByTestId('token-copy-status').textContent()).toMatch(/Copied|Selected/);
     await expect.poll(() => dialog.getByTestId('token-row').count()).toBe(1);
     opening.release();
-    await opening.delivered;
-    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 100))');
+    await opening.settled();
     expect(await dialog.getByTestId('token-row').count()).toBe(1);
-    await page.unrouteAll();
+    await opening.unroute();
     expect(await dialog.getByTestId('token-last-used').textContent()).toBe('never');
 
     // The token works, and the live view picks the event up.
@@ -354,28 +369,22 @@ describe('admin page', () => {
 
     // A reload keeps the session and the selected project, and shows no sign-in form while the stored
     // token is checked (held here until looked at); signing out forgets the token.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let checking!: () => void;
-    const checked = new Promise<void>((resolve) => (checking = resolve));
-    await page.route(/\/admin\/projects$/, async (route) => {
-      checking();
-      await held;
-      await route.continue();
-    });
+    const check = await holdFirstAnswer(/\/admin\/projects$/);
     await page.reload({ waitUntil: 'commit' });
-    await checked;
+    await check.answered;
     expect(await byTestId('login-form').isVisible()).toBe(false);
-    release();
+    expect(await byTestId('signin-checking').isVisible()).toBe(true);
+    check.release();
     await expect.poll(() => byTestId('project-title').textContent()).toBe(projectName);
-    await page.unrouteAll();
+    expect(await byTestId('signin-checking').isVisible()).toBe(false);
+    await check.unroute();
     await byTestId('sign-out').click();
     await byTestId('login-form').waitFor();
     expect(await page.evaluate<string | null>("sessionStorage.getItem('tg-ingest.adminToken')")).toBeNull();
     expect(await byTestId('project-detail').isVisible()).toBe(false);
 
     expect(pageProblems).toEqual([]);
-  });
+  }, 60_000);
 
   // Runs while the project made above is the only one.
   it('opens the only project after sign-in; with several, the one this tab had open, else none', async () => {
@@ -697,7 +706,7 @@ describe('admin page', () => {
     await expect.poll(() => attrs(rows, 'data-event-id')).toEqual([broken.eventId]);
     expect(await preview.isVisible()).toBe(false);
     // Usage is refreshed at once, not only by the 3 s loop: the replay asked for it.
-    await expect.poll(() => byTestId('usage-billed').getAttribute('data-value')).toBe('4');
+    await expect.poll(() => byTestId('usage-billed').getAttribute('data-value'), { timeout: 2_000 }).toBe('4');
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/usage`)).body).toMatchObject({
       eventsStored: 4,
       eventsBilled: 4,
@@ -945,10 +954,9 @@ describe('admin page', () => {
     await byTestId('report-days').selectOption('7');
     await expect.poll(() => byTestId('reports-status').textContent()).toContain(`${day(6)} to ${day(0)}`);
     slow.release();
-    await slow.delivered;
-    await page.evaluate('new Promise((resolve) => setTimeout(resolve, 100))');
+    await slow.settled();
     expect(await byTestId('reports-status').textContent()).toContain(`${day(6)} to ${day(0)}`);
-    await page.unrouteAll();
+    await slow.unroute();
     const week = await report(`daily?from=${day(6)}&to=${day(0)}`);
     expect(await byTestId('report-events-total').getAttribute('data-value')).toBe(
       String(week.reduce((n: number, d: { events: number }) => n + d.events, 0)),

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { type RunningServer, startServer } from '../helpers/server.js';
+import { NO_SHEDDING, type RunningServer, startServer } from '../helpers/server.js';
 
 let db: TestDatabase;
 let srv: RunningServer;
@@ -11,11 +11,10 @@ let p: Provisioned;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  // Shedding is tested where it is the subject (slow-database, the solo floods), not in this file's bursts.
   srv = await startServer(db.url, {
     RATE_LIMIT_BURST: '100000',
     MAX_BODY_BYTES: '2000000',
-    SHED_QUEUE_DELAY_MS: '5000',
+    ...NO_SHEDDING,
   });
   p = await provision(srv.url);
 });

@@ -8,7 +8,7 @@ import { TG_REGISTRY } from '../../src/pipeline/registry.js';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
-import { type RunningServer, startServer } from '../helpers/server.js';
+import { NO_SHEDDING, type RunningServer, startServer } from '../helpers/server.js';
 
 const signer = newSigner();
 let db: TestDatabase;
@@ -22,9 +22,7 @@ beforeAll(async () => {
     RATE_LIMIT_BURST: '1000000',
     INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
     WORKERS: '2',
-    // Shedding is tested where it is the subject (slow-database, the solo floods): these bursts are about the
-    // stored data, and a busy CI machine must not turn them into a shedding test.
-    SHED_QUEUE_DELAY_MS: '5000',
+    ...NO_SHEDDING,
   });
   [a, b] = [await provision(srv.url), await provision(srv.url)];
 });

@@ -327,7 +327,7 @@ describe('the HTTP surface under generated hostile requests', () => {
                   payload,
                   'length',
                 );
-          // Past WRITE_TIMEOUT_MS (10 s), the longest a commit may keep an ingestion request waiting for its 503.
+          // Past WRITE_TIMEOUT_MS, the longest a commit may keep an ingestion request waiting for its 503.
           const status = await exchange(raw, 15_000);
           seen.set(status, (seen.get(status) ?? 0) + 1);
           expect(srv.proc.exitCode).toBeNull();

@@ -340,7 +340,7 @@ describe('reports', () => {
                             platform_user_id, origin, channel, tg, billed)
         VALUES (${other.projectId}, ${other.botId}, ${randomUUID()}, 'message_received', 'message',
                 '2026-11-06T10:00:00Z', now() - interval '100 milliseconds', 4001, 'custom', 'bot_api', '{}', true)`;
-      // Over three lags of the test servers (REPORTS_LAG_MS 1500).
+      // Over three lags of the test servers (REPORTS_LAG_MS in test/helpers/server.ts).
       await new Promise((r) => setTimeout(r, 5000));
     });
     await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });

@@ -6,11 +6,9 @@ import { freePort } from '../../src/db/embedded.js';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { type RunningNginx, startNginx } from '../helpers/nginx.js';
-import { type RunningServer, startServer } from '../helpers/server.js';
+import { NO_SHEDDING, type RunningServer, startServer } from '../helpers/server.js';
 
-// Load shedding is tested where it is the subject (test/faults/slow-database.test.ts, the solo floods); here a
-// burst on a busy CI machine must not turn it into one.
-const ENV = { TRUST_PROXY: '1', RATE_LIMIT_BURST: '1000000', SHED_QUEUE_DELAY_MS: '5000' };
+const ENV = { TRUST_PROXY: '1', RATE_LIMIT_BURST: '1000000', ...NO_SHEDDING };
 
 let db: TestDatabase;
 let ports: number[];

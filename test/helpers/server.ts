@@ -6,6 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/**
+ * Load shedding out of the way: it is tested where it is the subject (test/faults/slow-database.test.ts, the solo
+ * floods), and a burst that tests something else must not turn into a shedding test on a busy CI machine.
+ */
+export const NO_SHEDDING = { SHED_QUEUE_DELAY_MS: '5000' } as const;
 // TEST_SERVICE_MAIN: another build of the service (an older checkout's dist/src/main.js), to show
 // that a test fails without the change it covers.
 const MAIN = process.env.TEST_SERVICE_MAIN ?? fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));

@@ -25,6 +25,7 @@ resetReports();
   }
   // No sign-in form flashing up while the stored token is checked: it is shown again only if that fails.
   $('login').hidden = true;
+  $('signin-checking').hidden = false;
   try {
     await signIn(token);
   } catch (err) {
@@ -34,5 +35,7 @@ resetReports();
       $('login').hidden = false;
       showLoginError(describe(err));
     }
+  } finally {
+    $('signin-checking').hidden = true;
   }
 })();

@@ -4,26 +4,25 @@ import { $, el, MESSENGER_ID, state } from './core.js';
 import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { openTokens } from './tokens.js';
 
-/** Bumped by each list asked for and each bot created: an older answer must not wipe a newer list. */
-let botsAsked = 0;
+/** Bots made on this page: a list asked for before one was made arrives without it, and must not drop it. */
+const made = new Set();
 
 export async function loadBots() {
   const projectId = state.projectId;
-  const asked = ++botsAsked;
   try {
     const bots = await api('GET', `/admin/projects/${projectId}/bots`);
-    if (projectId !== state.projectId || asked !== botsAsked) return;
-    state.bots = bots;
+    if (projectId !== state.projectId) return;
+    const listed = new Set(bots.map((b) => b.botId));
+    state.bots = [...bots, ...state.bots.filter((b) => made.has(b.botId) && !listed.has(b.botId))];
     renderBots();
   } catch (err) {
-    if (!isSignedOutError(err)) flash(`Bots: ${describe(err)}`, 'error');
+    if (!isSignedOutError(err) && projectId === state.projectId) flash(`Bots: ${describe(err)}`, 'error');
   }
 }
 
 export const botLabel = (b) => b.name || 'Unnamed bot';
 
 function replaceBot(bot) {
-  botsAsked++;
   state.bots = state.bots.map((b) => (b.botId === bot.botId ? bot : b));
 }
 
@@ -138,7 +137,7 @@ $('bot-create-form').addEventListener('submit', async (e) => {
   await busy(e.submitter, async () => {
     const { bot } = await api('POST', '/admin/bots', body);
     e.target.reset();
-    botsAsked++;
+    made.add(bot.botId);
     if (projectId === state.projectId) {
       state.bots.push(bot);
       renderBots();

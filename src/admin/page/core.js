@@ -11,6 +11,18 @@ export const SLOW_EVERY = 10;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 export const MESSENGER_ID = /^[1-9][0-9]{0,18}$/;
 
+/**
+ * For a view fed by requests that can overlap: each call marks a new request and returns whether it is still the
+ * latest when its answer comes. An older answer (given before a change made meanwhile) is then not drawn over a newer.
+ */
+export function latestOnly() {
+  let latest = 0;
+  return () => {
+    const mine = ++latest;
+    return () => mine === latest;
+  };
+}
+
 export const state = {
   projects: [],
   projectId: null,
@@ -21,8 +33,6 @@ export const state = {
   timer: null,
   ticks: 0,
   loop: 0,
-  /** Bumped by each usage request: only the answer to the latest one is shown, the others came from before a change. */
-  usageAsked: 0,
   /** The stored tracking plan (null: none) and the editor text it was shown as, to tell unsaved edits. */
   plan: null,
   planText: '',

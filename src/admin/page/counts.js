@@ -2,7 +2,7 @@
 // The admin page: the counts and usage card refreshed every few seconds, and revenue.
 import { $, el, fmt, fmtTime, hhmm, LIVE_MS, SLOW_EVERY, state, svg } from './core.js';
 import { api, ApiError, busy, describe, flash, isSignedOutError } from './api.js';
-import { loadUsage, renderUsage } from './projects.js';
+import { loadUsage, renderUsage, usageRequest } from './projects.js';
 
 // One loop feeds the live view and the usage card together, so the two never tell different
 // moments. A round is scheduled only once the previous one has answered: a slow service gets no
@@ -23,7 +23,7 @@ export function stopLive() {
 async function tick(loop) {
   const projectId = state.projectId;
   const slow = state.ticks++ % SLOW_EVERY === 0;
-  const usageAsked = ++state.usageAsked;
+  const usageCurrent = usageRequest();
   const [stats, usage] = await Promise.allSettled([
     api('GET', `/admin/projects/${projectId}/stats`),
     api('GET', `/admin/projects/${projectId}/usage`),
@@ -32,7 +32,7 @@ async function tick(loop) {
   if (loop !== state.loop) return;
   if (stats.status === 'fulfilled') renderStats(stats.value);
   // A change saved meanwhile (an allowance, a replay) asked again: this answer would put back the old numbers.
-  if (usage.status === 'fulfilled' && usageAsked === state.usageAsked) renderUsage(usage.value);
+  if (usage.status === 'fulfilled' && usageCurrent()) renderUsage(usage.value);
   const failed = [stats, usage].find((r) => r.status === 'rejected');
   if (failed && isSignedOutError(failed.reason)) return;
   $('live-updated').textContent = failed

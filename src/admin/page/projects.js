@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: the project list, creating and editing projects, the usage card.
-import { $, el, fmt, PROJECT_KEY, state } from './core.js';
+import { $, el, fmt, latestOnly, PROJECT_KEY, state } from './core.js';
 import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { loadBots, renderBots } from './bots.js';
 import { loadPlan, resetPlan } from './plan.js';
@@ -133,12 +133,15 @@ $('allowance-form').addEventListener('submit', async (e) => {
   });
 });
 
+/** The usage card is asked for by the refresh loop and after a change (an allowance, a replay): the latest wins. */
+export const usageRequest = latestOnly();
+
 export async function loadUsage() {
   const projectId = state.projectId;
-  const asked = ++state.usageAsked;
+  const current = usageRequest();
   try {
     const u = await api('GET', `/admin/projects/${projectId}/usage`);
-    if (projectId === state.projectId && asked === state.usageAsked) renderUsage(u);
+    if (projectId === state.projectId && current()) renderUsage(u);
   } catch (err) {
     if (!isSignedOutError(err)) flash(`Usage: ${describe(err)}`, 'error');
   }

@@ -3,7 +3,7 @@
 // day per currency, and the campaigns table, over 7, 30 or 90 days or a chosen range; each with a CSV download of
 // the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
-import { $, el, fmt, STORAGE_KEY, state } from './core.js';
+import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError } from './api.js';
 import { formatMoney } from './counts.js';
 // @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page.ts); typed loosely here.
@@ -44,12 +44,12 @@ function lastDays(days) {
   return { from: isoDay(from), to: isoDay(to) };
 }
 
-/** Bumped by each range asked for: a slower answer for a range chosen earlier is not drawn over a later one. */
-let asked = 0;
+/** A slower answer for a range chosen earlier is not drawn over a later one. */
+const reportsRequest = latestOnly();
 
 export async function loadReports(range = shown ?? lastDays(Number($('report-days').value) || 30)) {
   const projectId = state.projectId;
-  const mine = ++asked;
+  const current = reportsRequest();
   const q = `from=${range.from}&to=${range.to}`;
   $('reports-status').textContent = 'Loading…';
   try {
@@ -58,12 +58,12 @@ export async function loadReports(range = shown ?? lastDays(Number($('report-day
       api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
       api('GET', `/admin/projects/${projectId}/reports/campaigns?${q}`),
     ]);
-    if (projectId !== state.projectId || mine !== asked) return;
+    if (projectId !== state.projectId || !current()) return;
     shown = range;
     draw(daily, revenue, campaigns);
     $('reports-status').textContent = `${range.from} to ${range.to} (UTC), up to a minute behind the events.`;
   } catch (err) {
-    if (isSignedOutError(err) || projectId !== state.projectId || mine !== asked) return;
+    if (isSignedOutError(err) || projectId !== state.projectId || !current()) return;
     $('reports-status').textContent = `The reports could not be loaded: ${describe(err)}`;
   }
 }

@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: the token dialog (issue, list, revoke with a second click).
-import { $, el, state, timeEl } from './core.js';
+import { $, el, latestOnly, state, timeEl } from './core.js';
 import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { botLabel } from './bots.js';
 
@@ -30,20 +30,20 @@ function tokenError(message) {
   $('token-error').hidden = message === '';
 }
 
-/** Bumped by each list asked for: the answer to an earlier one (the dialog's opening) must not hide a new token. */
-let tokensAsked = 0;
+/** The list asked for on opening the dialog and after each change: the latest wins (it holds a token just made). */
+const tokensRequest = latestOnly();
 
 async function loadTokens() {
   const bot = state.dialogBot;
   if (!bot) return;
-  const asked = ++tokensAsked;
+  const current = tokensRequest();
   try {
     const tokens = await api('GET', `/admin/bots/${bot.botId}/tokens`);
-    if (bot !== state.dialogBot || asked !== tokensAsked) return;
+    if (bot !== state.dialogBot || !current()) return;
     $('token-body').replaceChildren(...tokens.map(tokenRow));
     $('token-empty').hidden = tokens.length > 0;
   } catch (err) {
-    if (!isSignedOutError(err)) tokenError(describe(err));
+    if (!isSignedOutError(err) && bot === state.dialogBot && current()) tokenError(describe(err));
   }
 }
 
