@@ -270,6 +270,9 @@ async function main(): Promise<void> {
         const shed = Object.entries(r.byStatus).filter(([s]) => s === '503' || s === '429');
         const shedCount = shed.reduce((a, [, v]) => a + v.count, 0);
         const shedP99 = Math.max(0, ...shed.map(([, v]) => v.p99));
+        const shedFromWrite = Object.entries(r.byStatusFromWrite).filter(([s]) => s === '503' || s === '429');
+        const shedP50FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p50));
+        const shedP99FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p99));
         const shedNoRetryAfter = shed.reduce((a, [, v]) => a + v.withoutRetryAfter, 0);
         const other = Object.entries(r.byStatus)
           .filter(([s]) => !['202', '503', '429'].includes(s))
@@ -289,6 +292,7 @@ async function main(): Promise<void> {
           'peak RSS MiB': f.peakRssMiB,
           shed: shedCount,
           'shed p99 ms': shedP99,
+          'shed p50/p99 ms from write': `${shedP50FromWrite.toFixed(0)}/${shedP99FromWrite.toFixed(0)}`,
           connections: r.peakConnections,
           'loop delay p99/max ms (service)': `${f.serviceLoopP99.toFixed(0)}/${f.serviceLoopMax.toFixed(0)}`,
           'loop delay p99/max ms (load generator)': `${r.generatorDelayP99.toFixed(0)}/${r.generatorDelayMax.toFixed(0)}`,
@@ -296,6 +300,7 @@ async function main(): Promise<void> {
         results.push({ name: 'overload_goodput_ratio_to_b-small', value: goodputRatio, unit: 'ratio' });
         results.push({ name: 'overload_p99_202', value: ok.p99, unit: 'ms' });
         results.push({ name: 'overload_p99_shed', value: shedP99, unit: 'ms' });
+        results.push({ name: 'overload_p99_shed_from_write', value: shedP99FromWrite, unit: 'ms' });
         results.push({ name: 'overload_shed_share', value: shedCount / Math.max(1, r.offered), unit: 'ratio' });
         results.push({ name: 'overload_peak_rss', value: Math.round(f.peakRssMiB), unit: 'MiB' });
         const goals = [

@@ -53,6 +53,11 @@ export interface OpenLoopResult {
   offered: number;
   seconds: number;
   byStatus: Record<string, StatusFigures>;
+  /**
+   * The same answers timed from when each request was written rather than due: what the service and the sockets
+   * took, without the generator's own lateness (a fresh connection's handshake included).
+   */
+  byStatusFromWrite: Record<string, StatusFigures>;
   timeouts: number;
   /** Connections that failed or closed under a request. */
   errors: number;
@@ -68,6 +73,8 @@ export interface Conn {
   socket: Socket;
   /** When the request in flight was due; null when idle. */
   dueAt: number | null;
+  /** When it was written. */
+  writtenAt: number;
   buf: Buffer;
 }
 
@@ -105,15 +112,16 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   const idle: Conn[] = o.pool?.idle.splice(0) ?? [];
   const all = new Set<Conn>(idle);
   const byStatus = new Map<string, Latencies>();
+  const byStatusFromWrite = new Map<string, Latencies>();
   let timeouts = 0;
   let errors = 0;
   let unsent = 0;
   let peakConnections = 0;
   let inFlight = 0;
 
-  const record = (status: string, ms: number, retryAfter: boolean) => {
-    let l = byStatus.get(status);
-    if (l === undefined) byStatus.set(status, (l = new Latencies()));
+  const record = (into: Map<string, Latencies>, status: string, ms: number, retryAfter: boolean) => {
+    let l = into.get(status);
+    if (l === undefined) into.set(status, (l = new Latencies()));
     l.add(ms);
     if (!retryAfter) l.noRetryAfter++;
   };
@@ -144,7 +152,10 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     const closing = /\r\nconnection:\s*close/i.test(text);
     c.buf = c.buf.subarray(end + 4 + length);
     if (c.dueAt !== null) {
-      record(status, performance.now() - c.dueAt, /\r\nretry-after:/i.test(text));
+      const now = performance.now();
+      const retryAfter = /\r\nretry-after:/i.test(text);
+      record(byStatus, status, now - c.dueAt, retryAfter);
+      record(byStatusFromWrite, status, now - c.writtenAt, retryAfter);
       c.dueAt = null;
       inFlight--;
     }
@@ -161,7 +172,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   for (const c of idle) listen(c);
   const open = (): Conn => {
     const socket = connect({ host, port, noDelay: true });
-    const c: Conn = { socket, dueAt: null, buf: Buffer.alloc(0) };
+    const c: Conn = { socket, dueAt: null, writtenAt: 0, buf: Buffer.alloc(0) };
     listen(c);
     all.add(c);
     peakConnections = Math.max(peakConnections, all.size);
@@ -179,6 +190,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     }
     const body = o.body();
     c.dueAt = dueAt;
+    c.writtenAt = performance.now();
     inFlight++;
     c.socket.write(Buffer.concat([Buffer.from(`${head}\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
   };
@@ -215,6 +227,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     offered: total,
     seconds,
     byStatus: Object.fromEntries([...byStatus].map(([s, l]) => [s, l.figures()])),
+    byStatusFromWrite: Object.fromEntries([...byStatusFromWrite].map(([s, l]) => [s, l.figures()])),
     timeouts,
     errors,
     unsent,
