@@ -61,8 +61,8 @@ export class DerivedBytes {
 
   /** What a request derived from its body: counted against the project's share and the global budget. */
   take(projectId: string, n: number): boolean {
-    const held = this.byProject.get(projectId) ?? 0;
     if (n <= 0) return true;
+    const held = this.byProject.get(projectId) ?? 0;
     if (held > 0 && held + n > this.share) return false;
     if (!this.budget.take(n)) return false;
     this.byProject.set(projectId, held + n);

@@ -1,5 +1,6 @@
-// Calls over real HTTP, and builders for valid payloads.
+// Calls over real HTTP, builders for valid payloads, and a probe of the event loop from outside.
 import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
 import { ADMIN_TOKEN } from './server.js';
 
 export interface Res<T = any> {
@@ -96,5 +97,29 @@ export function serverEvent(over: Record<string, unknown> = {}): Record<string, 
     eventOrigin: 'custom',
     platformUserId: '1001',
     ...over,
+  };
+}
+
+/** /healthz polled every 10 ms while `work` runs: its 95th percentile and slowest answers. */
+export async function slowestHealthz(
+  base: string,
+  work: Promise<unknown>,
+): Promise<{ p95: number; worst: number; probes: number }> {
+  let done = false;
+  // Its failure is reported by the await below.
+  work.finally(() => (done = true)).catch(() => undefined);
+  const latencies: number[] = [];
+  while (!done) {
+    const started = performance.now();
+    expect((await call(`${base}/healthz`)).status).toBe(200);
+    latencies.push(performance.now() - started);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await work;
+  latencies.sort((a, b) => a - b);
+  return {
+    p95: latencies[Math.floor(latencies.length * 0.95)]!,
+    worst: latencies.at(-1)!,
+    probes: latencies.length,
   };
 }

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type FloodKind, runFlood } from '../../bench/floods.js';
-import { admin, call, provision, serverEvent } from '../helpers/api.js';
+import { admin, call, provision, serverEvent, slowestHealthz } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -51,29 +51,6 @@ async function service(env: Record<string, string> = {}) {
     ...env,
   });
   return srv;
-}
-
-/** /healthz polled every 10 ms while `work` runs: its 95th percentile and slowest answers. */
-async function slowestHealthz(
-  base: string,
-  work: Promise<unknown>,
-): Promise<{ p95: number; worst: number; probes: number }> {
-  let done = false;
-  void work.finally(() => (done = true));
-  const latencies: number[] = [];
-  while (!done) {
-    const started = performance.now();
-    expect((await call(`${base}/healthz`)).status).toBe(200);
-    latencies.push(performance.now() - started);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  await work;
-  latencies.sort((a, b) => a - b);
-  return {
-    p95: latencies[Math.floor(latencies.length * 0.95)]!,
-    worst: latencies.at(-1)!,
-    probes: latencies.length,
-  };
 }
 
 describe('unauthenticated floods beside genuine mini-app traffic', () => {

@@ -119,6 +119,17 @@ describe('HttpServer', () => {
     expect(budget.bytes).toBe(0);
   });
 
+  it.each([
+    ['a chunked body', 'Transfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n'],
+    ['a declared length past twice the limit', 'Content-Length: 4096\r\n\r\n'],
+  ])('a shed route closes the connection under %s rather than read it to its end', async (_name, rest) => {
+    const { socket, received, closed } = await rawClient();
+    socket.write(`POST /shed HTTP/1.1\r\nHost: x\r\n${rest}`);
+    await closed;
+    expect(received()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(budget.bytes).toBe(0);
+  });
+
   it('a client that pipelines shed requests and never reads the answers costs only itself', async () => {
     shedding = true;
     const { socket } = await rawClient();

@@ -21,6 +21,21 @@ describe('DerivedBytes', () => {
     expect(d.roomFor('a', 100)).toBe(true);
   });
 
+  it('says which projects hold at least an equal share of what is held; an empty body holds nothing', () => {
+    const d = new DerivedBytes(new BodyBudget(400));
+    d.holdBody('a', 30);
+    d.holdBody('b', 20);
+    expect([d.holdsShare('a'), d.holdsShare('b'), d.holdsShare('c')]).toEqual([true, false, false]);
+    // An entry for an empty body would make three holders, and 'b' (20 of 50) would then be past the average.
+    d.holdBody('c', 0);
+    expect(d.take('c', 0)).toBe(true);
+    expect([d.holdsShare('a'), d.holdsShare('b'), d.holdsShare('c')]).toEqual([true, false, false]);
+    d.holdBody('b', 10);
+    expect([d.holdsShare('a'), d.holdsShare('b')]).toEqual([true, true]);
+    d.releaseBody('b', 30);
+    expect(d.holdsShare('a')).toBe(true);
+  });
+
   it('refuses when the global budget has no room, whatever the share', () => {
     const budget = new BodyBudget(400);
     budget.take(390);
