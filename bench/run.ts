@@ -106,6 +106,8 @@ async function main(): Promise<void> {
       }
     }
 
+    // BENCH_SERVICE_ENV: settings (JSON) for every service the scenarios below start, to compare builds of one run.
+    const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     // b-large and its variants, each on a fresh table, compared with b-large of the same run.
     const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
     const largeVariants = [
@@ -132,7 +134,13 @@ async function main(): Promise<void> {
       if (!want(name)) continue;
       const db = await freshDatabase(pg.url);
       try {
-        const f = await botApiScenario(label, db, { ...o, events: 1000, connections: conns, ...extra });
+        const f = await botApiScenario(label, db, {
+          ...o,
+          events: 1000,
+          connections: conns,
+          ...extra,
+          env: { ...extra.env, ...extraEnv },
+        });
         rows.push(figuresRow(f, ceilingRowsPerS));
         results.push({ name: `${name}_events`, value: Math.round(f.eventsPerS), unit: 'events/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
@@ -151,7 +159,6 @@ async function main(): Promise<void> {
     const smallReqPerS = new Map<string, number>();
     let smallPeakRss = 0;
     const smallPgPerRequest = new Map<string, number>();
-    const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     const smallConnections = Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100);
     const smallVariants = [
       ['b-small', `b-small (bot_api, 10-event batches, ${smallConnections} conn)`, extraEnv, undefined],

@@ -89,7 +89,7 @@ export interface Config {
   /** Rows held by the writer (queued or committing); a request that would exceed it gets 503. */
   writerMaxQueuedRows: number;
   /**
-   * Load shedding's bound on the queue delay (the oldest request the writer holds, plus the event loop's delay), beyond
+   * Load shedding's bound on the queue delay (the writer's, GroupCommitWriter.queueDelayMs, plus the event loop's), beyond
    * the BATCH_MAX_WAIT_MS a queued request waits by design: past it for 100 ms, ingestion requests get 503 unread until
    * the delay is back under it (src/limits/shedding.ts).
    */

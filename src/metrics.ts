@@ -27,7 +27,7 @@ export interface Probes {
   poolUtilization(): number;
   writerPending(): number;
   writerQueuedRows(): number;
-  /** Age of the oldest request the writer holds, waiting or committing (ms). */
+  /** The writer's queue delay (ms): GroupCommitWriter.queueDelayMs. */
   writerQueueDelayMs(): number;
   bodyBytes(): number;
   heldAnswers(): number;
@@ -204,7 +204,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'tg_ingest_writer_queue_delay_seconds',
-      help: 'How long the oldest request the writer holds (waiting or committing) has been in it; with the event loop delay, what load shedding reads (SHED_QUEUE_DELAY_MS).',
+      help: "The longest any request the writer holds has waited on something other than its own rows (its wait for a connection, and its commit's time beyond its own rows' share, up to 0.1 ms a row); with the event loop delay, what load shedding reads (SHED_QUEUE_DELAY_MS).",
       registers: [r],
       collect() {
         this.set(probes.writerQueueDelayMs() / 1000);

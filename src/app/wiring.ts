@@ -255,11 +255,14 @@ export async function wire(
     tokenTags,
     commit: { quota, sink, derived, quarantineBudget, onOutcome },
     shedder: new LoadShedder(
-      () => sink.queueDelayMs,
-      () => loopDelay.ms,
+      {
+        queueDelayMs: () => sink.queueDelayMs,
+        inHand: () => sink.pending > 0,
+        loopDelayMs: () => loopDelay.ms,
+        holdsShare: (projectId) => derived.holdsShare(projectId),
+      },
       // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.
       config.batchMaxWaitMs + config.shedQueueDelayMs,
-      (projectId) => derived.holdsShare(projectId),
       () => metrics.shed(),
     ),
     hooks: {

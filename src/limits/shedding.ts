@@ -1,17 +1,19 @@
 // Load shedding at the door. When more arrives than the service gets through, requests queue (in the
-// writer for the database, in their sockets for the event loop) and every one of them waits longer:
-// answered late, or not before its client gives up. The signal is that queue delay, measured: the age
-// of the oldest request the writer holds (waiting or committing) plus how late the event loop runs.
-// It rises for every way of falling behind (more traffic, a slow disk, a checkpoint, a failover) and
-// needs no tuning to the machine, unlike a count of connections or of requests in flight. (The loop's
-// part counts only while the writer holds requests, and judges only requests of a known project; the
-// bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS:
-// src/app/wiring.ts.) While it is past the bound, ingestion requests are answered 503 with Retry-After
-// from the HTTP front before anything of them is read, a small fraction of what accepting one costs,
-// so the requests let in keep their latency and the process its memory.
+// writer for a database connection, in their sockets for the event loop) and every one of them waits
+// longer: answered late, or not before its client gives up. The signal is that queue delay, measured:
+// how long the oldest request waiting for its commit to begin has waited, plus how late the event loop
+// runs. Time spent committing is service, not queueing, and is left out: a 1000-event batch takes tens
+// of milliseconds to commit on an idle database. The delay rises for every way of falling behind (more
+// traffic, a slow disk, a checkpoint, a failover) and needs no tuning to the machine, unlike a count of
+// connections or of requests in flight. (The loop's part counts only while the writer holds requests,
+// waiting or committing, and judges only requests of a known project; the bound is BATCH_MAX_WAIT_MS,
+// which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.) While it is
+// past the bound, ingestion requests are answered 503 with Retry-After from the HTTP front before
+// anything of them is read, a small fraction of what accepting one costs, so the requests let in keep
+// their latency and the process its memory.
 //
 // As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over
-// ENTER_MS have all found the delay over the bound, and stops as soon as one finds it back under;
+// ENTER_MS (none QUIET_MS apart) have all found the delay over the bound, and stops as soon as one finds it back under;
 // within REENTER_MS of stopping it starts again at once, since the backlog that caused it is likely
 // still there. Who is shed: a project known from memory that holds less than an equal share of the
 // request data in hand is let in even then, so that one tenant's backlog (heavy batches, a commit
@@ -20,6 +22,7 @@ import { HttpError } from '../errors.js';
 
 const ENTER_MS = 100;
 const REENTER_MS = 1000;
+const QUIET_MS = 1000;
 
 const REFUSAL = new HttpError('overloaded', {
   message:
@@ -27,20 +30,30 @@ const REFUSAL = new HttpError('overloaded', {
   retryAfterS: 1,
 });
 
+export interface ShedSignals {
+  /** In ms: the writer's queue delay (how long the oldest request waiting for its commit to begin has waited). */
+  queueDelayMs(): number;
+  /** Whether the writer holds requests, waiting or committing. */
+  inHand(): boolean;
+  /** In ms: how late the event loop runs. */
+  loopDelayMs(): number;
+  /** Whether a project holds at least an equal share of the request data in hand. */
+  holdsShare(projectId: string): boolean;
+}
+
 export class LoadShedder {
   private shedding = false;
   /** When an arrival first found the delay over the bound (null: the last one found it under). */
   private overSince: number | null = null;
+  /** When the last request arrived: what the delay was between two arrivals further apart than QUIET_MS is unknown. */
+  private lastArrival = Number.NEGATIVE_INFINITY;
+  /** Arrivals, and those of a project known from memory, in this second and the one before (see refusal). */
+  private readonly arrivals = { second: 0, all: 0, known: 0, allBefore: 0, knownBefore: 0 };
   private stoppedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    /** In ms: the writer's queue delay (the oldest request it holds, waiting or committing). */
-    private readonly writerDelayMs: () => number,
-    /** In ms: how late the event loop runs. */
-    private readonly loopDelayMs: () => number,
+    private readonly signals: ShedSignals,
     private readonly maxDelayMs: number,
-    /** Whether a project holds at least an equal share of the request data in hand. */
-    private readonly holdsShare: (projectId: string) => boolean = () => true,
     private readonly onShed?: () => void,
     private readonly now: () => number = () => performance.now(),
   ) {}
@@ -51,14 +64,19 @@ export class LoadShedder {
    * tenant's backlog sheds that tenant first and not its neighbours. A request whose project is not known (a webapp
    * body not yet read, a key not in memory) is shed only while the writer alone is past the bound: the loop's delay
    * may come from work nobody is accountable for (a flood of unauthenticated bodies), and must not let that work turn
-   * genuine requests away.
+   * genuine requests away. For the same reason the loop's delay counts in proportion to the arrivals of the last second
+   * or two that were of a known project: a flood of made-up keys, 4,000 refusals a second beside a tenant's hundred
+   * requests, makes the loop late, and shedding that tenant would lighten the loop by nothing.
    */
   refusal(projectId: string | null = null): HttpError | null {
     const now = this.now();
-    const writer = this.writerDelayMs();
+    const sinceLast = now - this.lastArrival;
+    this.lastArrival = now;
+    const knownShare = this.countArrival(now, projectId !== null);
+    const queue = this.signals.queueDelayMs();
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
     // and shedding would spare nobody anything.
-    if (writer === 0 || writer + this.loopDelayMs() <= this.maxDelayMs) {
+    if (!this.signals.inHand() || queue + this.signals.loopDelayMs() * knownShare <= this.maxDelayMs) {
       this.overSince = null;
       if (this.shedding) {
         this.shedding = false;
@@ -66,11 +84,30 @@ export class LoadShedder {
       }
       return null;
     }
-    this.overSince ??= now;
+    // Over the bound for ENTER_MS means arrivals all that while found it over: after a quiet QUIET_MS the clock starts
+    // again (two arrivals over the bound seconds apart say nothing of the time between them).
+    if (this.overSince === null || sinceLast > QUIET_MS) this.overSince = now;
     if (!this.shedding && (now - this.overSince >= ENTER_MS || now - this.stoppedAt < REENTER_MS)) this.shedding = true;
     if (!this.shedding) return null;
-    if (projectId !== null ? !this.holdsShare(projectId) : writer <= this.maxDelayMs) return null;
+    if (projectId !== null ? !this.signals.holdsShare(projectId) : queue <= this.maxDelayMs) return null;
     this.onShed?.();
     return REFUSAL;
+  }
+
+  /** Counts an arrival; returns the share of the arrivals of this second and the one before that were known. */
+  private countArrival(now: number, known: boolean): number {
+    const a = this.arrivals;
+    const second = Math.floor(now / 1000);
+    if (second !== a.second) {
+      const adjacent = second === a.second + 1;
+      a.allBefore = adjacent ? a.all : 0;
+      a.knownBefore = adjacent ? a.known : 0;
+      a.all = 0;
+      a.known = 0;
+      a.second = second;
+    }
+    a.all++;
+    if (known) a.known++;
+    return (a.known + a.knownBefore) / (a.all + a.allBefore);
   }
 }

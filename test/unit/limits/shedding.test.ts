@@ -2,12 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { LoadShedder } from '../../../src/limits/shedding.js';
 
 function shedder() {
-  const s = { delay: 0, loop: 0, now: 0, shed: 0, heavy: new Set<string>() };
+  // `inHand` null: the writer holds requests exactly when some wait (delay > 0).
+  const s = { delay: 0, loop: 0, now: 0, shed: 0, heavy: new Set<string>(), inHand: null as boolean | null };
   const l = new LoadShedder(
-    () => s.delay,
-    () => s.loop,
+    {
+      queueDelayMs: () => s.delay,
+      inHand: () => s.inHand ?? s.delay > 0,
+      loopDelayMs: () => s.loop,
+      holdsShare: (projectId) => s.heavy.has(projectId),
+    },
     50,
-    (projectId) => s.heavy.has(projectId),
     () => s.shed++,
     () => s.now,
   );
@@ -33,12 +37,8 @@ describe('LoadShedder', () => {
     expect(shedding()).toBe(true);
     expect(s.shed).toBe(1);
     const r = new LoadShedder(
-      () => 200,
-      () => 0,
+      { queueDelayMs: () => 200, inHand: () => true, loopDelayMs: () => 0, holdsShare: () => true },
       50,
-      undefined,
-      undefined,
-      () => performance.now(),
     );
     r.refusal();
     const later = performance.now() + 100;
@@ -46,6 +46,18 @@ describe('LoadShedder', () => {
     expect(r.refusal()?.status).toBe(503);
     expect(r.refusal()?.code).toBe('overloaded');
     expect(r.refusal()?.retryAfterS).toBe(1);
+  });
+
+  it('starts the clock again after a quiet second: two arrivals over the bound seconds apart are not 100 ms over it', () => {
+    const { s, shedding } = shedder();
+    s.delay = 200;
+    expect(shedding()).toBe(false);
+    s.now = 1001;
+    expect(shedding()).toBe(false);
+    s.now = 1051;
+    expect(shedding()).toBe(false);
+    s.now = 1101;
+    expect(shedding()).toBe(true);
   });
 
   it('keeps shedding down to the bound, stops at it, and starts again at once within a second', () => {
@@ -102,5 +114,36 @@ describe('LoadShedder', () => {
     expect(shedding(null)).toBe(false);
     s.delay = 60;
     expect(shedding(null)).toBe(true);
+  });
+
+  it("counts the loop's delay in proportion to the arrivals of a known project: a flood of made-up keys sheds no tenant", () => {
+    const { s, shedding } = shedder();
+    s.heavy.add('heavy');
+    s.inHand = true;
+    s.loop = 100;
+    // A tenant's requests among forty times as many of no known project (made-up keys refused from memory).
+    for (let t = 0; t < 1000; t++) {
+      s.now = t;
+      if (t % 40 === 0) expect(shedding('heavy')).toBe(false);
+      else expect(shedding(null)).toBe(false);
+    }
+    // The same loop delay with the tenant's requests alone is the tenant's own backlog.
+    for (let t = 1000; t < 2200; t += 10) {
+      s.now = t;
+      shedding('heavy');
+    }
+    expect(shedding('heavy')).toBe(true);
+  });
+
+  it("counts the loop's delay while commits are under way though no request waits for one", () => {
+    const { s, shedding } = shedder();
+    s.heavy.add('heavy');
+    s.inHand = true;
+    s.loop = 80;
+    shedding('heavy');
+    s.now = 100;
+    expect(shedding('heavy')).toBe(true);
+    s.inHand = false;
+    expect(shedding('heavy')).toBe(false);
   });
 });

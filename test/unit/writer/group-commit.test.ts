@@ -126,6 +126,34 @@ describe('GroupCommitWriter', () => {
     await w.close();
   });
 
+  it("queue delay: a request's wait and what its commit spends beyond its own rows (up to 0.1 ms each)", async () => {
+    const f = fakeTransport();
+    const w = writer(f.transport, { batchMaxRows: 2000 });
+    // A heavy request alone in its commit: up to 0.1 ms a row is service, not a backlog.
+    const big = outcome(w.submit(request('big', 500)));
+    await vi.advanceTimersByTimeAsync(40);
+    expect(f.commits.map((c) => c.names)).toEqual([['big']]);
+    expect(w.queueDelayMs).toBe(0);
+    // Requests waiting for the connection: their wait counts.
+    const small = outcome(w.submit(request('small', 1)));
+    const heavy = outcome(w.submit(request('heavy', 499)));
+    await vi.advanceTimersByTimeAsync(30);
+    expect(w.queueDelayMs).toBe(30);
+    // A commit that stalls: past 50 ms (500 rows), it counts as waiting too.
+    await vi.advanceTimersByTimeAsync(30);
+    expect(w.queueDelayMs).toBe(60);
+    f.commits[0]!.settle();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.commits.map((c) => c.names)).toEqual([['big'], ['small', 'heavy']]);
+    // The small request's commit is spent almost wholly on another request's 499 rows: it counts as waiting.
+    await vi.advanceTimersByTimeAsync(20);
+    expect(w.queueDelayMs).toBeCloseTo(60 + 20 - 20 / 500, 5);
+    f.commits[1]!.settle();
+    expect(await Promise.all([big, small, heavy])).toEqual(['stored', 'stored', 'stored']);
+    expect(w.queueDelayMs).toBe(0);
+    await w.close();
+  });
+
   it('halves a batch the database refuses for its data, down to the request; the others are stored', async () => {
     const f = fakeTransport();
     const w = writer(f.transport);
