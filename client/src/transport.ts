@@ -1,7 +1,7 @@
 // One logical request: encode (gzip above a threshold), POST, and retry what the retry guidance
 // allows. The body is rebuilt for each attempt because the webapp endpoint's initData may be refreshed.
 import { IngestError } from './errors.js';
-import { type Endpoint, isRetryable, parseRetryAfter, retryDelayMs, sleep } from './retry.js';
+import { type Endpoint, isRetryable, parseRetryAfter, RETRY_AFTER_MAX_MS, retryDelayMs, sleep } from './retry.js';
 import type { IngestResponse } from './types.js';
 
 export interface TransportConfig {
@@ -40,6 +40,10 @@ const encoder = new TextEncoder();
 export async function send(cfg: TransportConfig, buildBody: () => unknown): Promise<SendResult> {
   let lastJson: string | null = null;
   let encoded: Encoded | null = null;
+  // A request's retries wait at most this long in all: a proxy answering Retry-After: 86400 to every attempt would
+  // otherwise park it, and close(), for maxRetries times the longest Retry-After honoured.
+  const waitBudget = Math.max(cfg.retryMaxMs, RETRY_AFTER_MAX_MS);
+  let waited = 0;
   for (let attempt = 1; ; attempt++) {
     let json: string;
     try {
@@ -64,11 +68,13 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
       return { ok: true, status: a.status, body: a.body, attempts: attempt, retries: attempt - 1 };
     }
     const retryable = isRetryable(cfg.endpoint, a.status);
-    if (retryable && attempt <= cfg.maxRetries) {
-      await sleep(
+    if (retryable && attempt <= cfg.maxRetries && waited < waitBudget) {
+      const ms = Math.min(
+        waitBudget - waited,
         retryDelayMs(attempt - 1, parseRetryAfter(a.retryAfter), cfg.retryBaseMs, cfg.retryMaxMs),
-        cfg.keepAlive,
       );
+      waited += ms;
+      await sleep(ms, cfg.keepAlive);
       continue;
     }
     return fail(toError(a, attempt, retryable), attempt);

@@ -116,7 +116,8 @@ interface CommonOptions<E> {
   maxRetries?: number;
   /**
    * Exponential backoff with full jitter: random(0, min(retryMaxMs, retryBaseMs·2^n)); after a Retry-After of r,
-   * r + random(0, min(r, retryMaxMs)), r honoured up to max(retryMaxMs, 10 minutes). Defaults 250 and 30000.
+   * r + random(0, min(r, retryMaxMs)), r honoured up to max(retryMaxMs, 10 minutes), which a request's waits add up to
+   * at most. Defaults 250 and 30000.
    */
   retryBaseMs?: number;
   retryMaxMs?: number;
