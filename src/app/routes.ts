@@ -71,7 +71,7 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
   // Shedding asks first, from the request's head: on bot_api the key's project when it is in memory (see LoadShedder).
   const shedBotApi = {
     refusal: (header: (name: string) => string) =>
-      closing() ? null : p.shedder.refusal(p.tokens.projectOf(header('x-api-key').trim())),
+      closing() ? null : p.shedder.refusal(p.tokens.projectOf(header('x-api-key').trim()), true),
   };
   const shedWebapp = { refusal: () => (closing() ? null : p.shedder.refusal()) };
   for (const path of PATHS.bot_api)

@@ -1,23 +1,21 @@
-// Load shedding at the door. When more arrives than the service gets through, requests queue (in the
-// writer for a database connection, in their sockets for the event loop) and every one of them waits
-// longer: answered late, or not before its client gives up. The signal is that queue delay, measured:
-// how long the oldest request waiting for its commit to begin has waited, plus how late the event loop
-// runs. Time spent committing is service, not queueing, and is left out: a 1000-event batch takes tens
-// of milliseconds to commit on an idle database. The delay rises for every way of falling behind (more
-// traffic, a slow disk, a checkpoint, a failover) and needs no tuning to the machine, unlike a count of
-// connections or of requests in flight. (The loop's part counts only while the writer holds requests,
-// waiting or committing, and judges only requests of a known project; the bound is BATCH_MAX_WAIT_MS,
-// which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.) While it is
-// past the bound, ingestion requests are answered 503 with Retry-After from the HTTP front before
-// anything of them is read, a small fraction of what accepting one costs, so the requests let in keep
-// their latency and the process its memory.
+// Load shedding at the door. When more arrives than the service gets through, requests queue (in the writer for a
+// database connection, in their sockets for the event loop) and every one of them waits longer: answered late, or
+// not before its client gives up. The signal is that queue delay, measured: the longest any request the writer
+// holds has waited on something other than its own rows (its wait for a commit to begin, and its commit's time
+// beyond its own rows' share: a 1000-event batch takes tens of milliseconds to commit on an idle database), plus
+// how late the event loop runs. It rises for every way of falling behind (more traffic, a slow disk, a checkpoint,
+// a failover) and needs no tuning to the machine, unlike a count of connections or of requests in flight. (The
+// loop's part counts only while the writer holds requests, waiting or committing, and judges only requests of a
+// known project; the bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS:
+// src/app/wiring.ts.) While it is past the bound, ingestion requests are answered 503 with Retry-After from the
+// HTTP front before anything of them is read, a small fraction of what accepting one costs, so the requests let in
+// keep their latency and the process its memory.
 //
-// As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over
-// ENTER_MS (none QUIET_MS apart) have all found the delay over the bound, and stops as soon as one finds it back under;
-// within REENTER_MS of stopping it starts again at once, since the backlog that caused it is likely
-// still there. Who is shed: a project known from memory that holds less than an equal share of the
-// request data in hand is let in even then, so that one tenant's backlog (heavy batches, a commit
-// redone) sheds that tenant first, not its neighbours.
+// As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over ENTER_MS (none
+// QUIET_MS apart) have all found the delay over the bound, and stops as soon as one finds it back under; within
+// REENTER_MS of stopping it starts again at once, since the backlog that caused it is likely still there. Who is
+// shed: a project known from memory that holds less than an equal share of the request data in hand is let in even
+// then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant first, not its neighbours.
 import { HttpError } from '../errors.js';
 
 const ENTER_MS = 100;
@@ -31,7 +29,7 @@ const REFUSAL = new HttpError('overloaded', {
 });
 
 export interface ShedSignals {
-  /** In ms: the writer's queue delay (how long the oldest request waiting for its commit to begin has waited). */
+  /** In ms: the writer's queue delay (GroupCommitWriter.queueDelayMs). */
   queueDelayMs(): number;
   /** Whether the writer holds requests, waiting or committing. */
   inHand(): boolean;
@@ -47,7 +45,7 @@ export class LoadShedder {
   private overSince: number | null = null;
   /** When the last request arrived: what the delay was between two arrivals further apart than QUIET_MS is unknown. */
   private lastArrival = Number.NEGATIVE_INFINITY;
-  /** Arrivals, and those of a project known from memory, in this second and the one before (see refusal). */
+  /** Keyed arrivals, and those of a project known from memory, in this second and the one before (see refusal). */
   private readonly arrivals = { second: 0, all: 0, known: 0, allBefore: 0, knownBefore: 0 };
   private stoppedAt = Number.NEGATIVE_INFINITY;
 
@@ -64,19 +62,20 @@ export class LoadShedder {
    * tenant's backlog sheds that tenant first and not its neighbours. A request whose project is not known (a webapp
    * body not yet read, a key not in memory) is shed only while the writer alone is past the bound: the loop's delay
    * may come from work nobody is accountable for (a flood of unauthenticated bodies), and must not let that work turn
-   * genuine requests away. For the same reason the loop's delay counts in proportion to the arrivals of the last second
-   * or two that were of a known project: a flood of made-up keys, 4,000 refusals a second beside a tenant's hundred
-   * requests, makes the loop late, and shedding that tenant would lighten the loop by nothing.
+   * genuine requests away. For the same reason the loop's delay counts in proportion to the keyed arrivals (bot_api's)
+   * of the last second or two that were of a known project: a flood of made-up keys, 4,000 refusals a second beside a
+   * tenant's hundred requests, makes the loop late, and shedding that tenant would lighten the loop by nothing. Webapp
+   * arrivals, whose project nothing at the door tells, are not `keyed` and do not count either way.
    */
-  refusal(projectId: string | null = null): HttpError | null {
+  refusal(projectId: string | null = null, keyed = projectId !== null): HttpError | null {
     const now = this.now();
     const sinceLast = now - this.lastArrival;
     this.lastArrival = now;
-    const knownShare = this.countArrival(now, projectId !== null);
+    const knownFraction = this.countArrival(now, keyed, projectId !== null);
     const queue = this.signals.queueDelayMs();
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
     // and shedding would spare nobody anything.
-    if (!this.signals.inHand() || queue + this.signals.loopDelayMs() * knownShare <= this.maxDelayMs) {
+    if (!this.signals.inHand() || queue + this.signals.loopDelayMs() * knownFraction <= this.maxDelayMs) {
       this.overSince = null;
       if (this.shedding) {
         this.shedding = false;
@@ -94,8 +93,8 @@ export class LoadShedder {
     return REFUSAL;
   }
 
-  /** Counts an arrival; returns the share of the arrivals of this second and the one before that were known. */
-  private countArrival(now: number, known: boolean): number {
+  /** Counts an arrival; returns the fraction of the keyed arrivals of this second and the one before that were known. */
+  private countArrival(now: number, keyed: boolean, known: boolean): number {
     const a = this.arrivals;
     const second = Math.floor(now / 1000);
     if (second !== a.second) {
@@ -106,8 +105,9 @@ export class LoadShedder {
       a.known = 0;
       a.second = second;
     }
-    a.all++;
-    if (known) a.known++;
-    return (a.known + a.knownBefore) / (a.all + a.allBefore);
+    if (keyed) a.all++;
+    if (keyed && known) a.known++;
+    const all = a.all + a.allBefore;
+    return all === 0 ? 1 : (a.known + a.knownBefore) / all;
   }
 }

@@ -95,12 +95,19 @@ interface Slot {
   /** Opened before the slot's first batch and after a lost one. */
   conn: WriterConnection | null;
   busy: boolean;
-  /** While busy: when the batch's oldest request was submitted, and when its commit began. */
-  since: number;
+  /** While busy: when its commit began. */
   startedAt: number;
-  /** While busy: the oldest request's rows, and their share of the batch's. */
-  ownRows: number;
-  ownShare: number;
+  /** While busy: the batch's oldest request and its smallest, the two that have waited longest on others' rows. */
+  oldest: Member;
+  smallest: Member;
+  /** While busy: the batch's rows. */
+  rows: number;
+}
+
+/** A request of a batch being committed, as the writer's queue delay reads it. */
+interface Member {
+  enqueuedAt: number;
+  rows: number;
 }
 
 class Timeout extends Error {}
@@ -113,6 +120,14 @@ const rowsOf = (req: WriteRequest) => req.batch.rowCount + req.batch.quarantineC
  * second per connection, a tenth of what one commits on two shared cores (docs/performance.md).
  */
 const OWN_ROW_MS = 0.1;
+const NO_MEMBER: Member = { enqueuedAt: 0, rows: 0 };
+
+/** How long a member of the batch a slot commits has waited on others' rows (ms): see queueDelayMs. */
+function waitedOnOthers(s: Slot, m: Member, now: number): number {
+  const elapsed = now - s.startedAt;
+  const own = Math.min(s.rows === 0 ? 0 : (elapsed * m.rows) / s.rows, m.rows * OWN_ROW_MS);
+  return s.startedAt - m.enqueuedAt + elapsed - own;
+}
 
 /** How long a cancelled commit may take to report what became of it. */
 const CANCEL_SETTLE_MS = 5000;
@@ -137,7 +152,15 @@ export class GroupCommitWriter implements EventSink {
   constructor(private readonly opts: WriterOptions) {
     this.transport = opts.transport ?? postgresTransport(opts);
     for (let i = 0; i < opts.connections; i++)
-      this.slots.push({ id: i, conn: null, busy: false, since: 0, startedAt: 0, ownRows: 0, ownShare: 0 });
+      this.slots.push({
+        id: i,
+        conn: null,
+        busy: false,
+        startedAt: 0,
+        oldest: NO_MEMBER,
+        smallest: NO_MEMBER,
+        rows: 0,
+      });
     this.sweeper = setInterval(() => this.expireWaiting(), Math.max(50, Math.min(1000, opts.writeTimeoutMs / 4)));
     this.sweeper.unref();
   }
@@ -161,7 +184,8 @@ export class GroupCommitWriter implements EventSink {
   /**
    * The writer's queue delay (ms): the longest any request it holds has waited on something other than its own rows,
    * the signal load shedding reads. That is its wait for a commit to begin and, once its batch commits, the commit's
-   * time but its own rows' share of it, up to OWN_ROW_MS a row. So a 1000-event batch, ~40 ms to commit on an idle
+   * time but its own rows' share of it, up to OWN_ROW_MS a row. Of a batch being committed, the oldest request and the
+   * smallest are read: between them they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS). So a 1000-event batch, ~40 ms to commit on an idle
    * database, does not read as a backlog, while a small request in a batch swollen by hundreds of others waits on every
    * one of them, and any commit that stalls (a lock, a failover) soon counts whole. Under normal load it stays within
    * BATCH_MAX_WAIT_MS plus a few ms; it grows when the database takes less than arrives.
@@ -171,9 +195,7 @@ export class GroupCommitWriter implements EventSink {
     let worst = this.queue.length === 0 ? 0 : now - this.queue[0]!.enqueuedAt;
     for (const s of this.slots) {
       if (!s.busy) continue;
-      const elapsed = now - s.startedAt;
-      const d = s.startedAt - s.since + elapsed - Math.min(elapsed * s.ownShare, s.ownRows * OWN_ROW_MS);
-      if (d > worst) worst = d;
+      worst = Math.max(worst, waitedOnOthers(s, s.oldest, now), waitedOnOthers(s, s.smallest, now));
     }
     return worst;
   }
@@ -261,10 +283,12 @@ export class GroupCommitWriter implements EventSink {
       }
       this.waitingRows -= rows;
       slot.busy = true;
-      slot.since = batch[0]!.enqueuedAt;
       slot.startedAt = performance.now();
-      slot.ownRows = rowsOf(batch[0]!.req);
-      slot.ownShare = rows === 0 ? 0 : slot.ownRows / rows;
+      slot.rows = rows;
+      slot.oldest = { enqueuedAt: batch[0]!.enqueuedAt, rows: rowsOf(batch[0]!.req) };
+      slot.smallest = slot.oldest;
+      for (const p of batch)
+        if (rowsOf(p.req) < slot.smallest.rows) slot.smallest = { enqueuedAt: p.enqueuedAt, rows: rowsOf(p.req) };
       void this.runBatch(slot, batch).finally(() => {
         this.heldRows -= rows;
         slot.busy = false;

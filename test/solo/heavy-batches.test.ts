@@ -1,7 +1,7 @@
 // Heavy batches are not a backlog. Load shedding reads how long requests wait on something other than their own
 // rows (src/writer/group-commit.ts): a commit's time on a request's own rows, up to 0.1 ms a row, is service. So
 // clients sending 1000-event batches one after another, each commit slower than the shedding bound (BATCH_MAX_WAIT_MS
-// + SHED_QUEUE_DELAY_MS, 55 ms) but no more than the writer has connections, are never shed. (A commit that stalls
+// + SHED_QUEUE_DELAY_MS, 55 ms), no more clients than the writer has connections, are never shed. (A commit that stalls
 // well past that, or requests waiting for a connection, are: test/faults/slow-database.test.ts.) Solo: it reads
 // the event loop's delay, which another test file on the same two cores would add to.
 import { randomUUID } from 'node:crypto';
@@ -17,10 +17,11 @@ beforeAll(async () => {
   db = await createTestDatabase();
   // One request per commit, as many clients as writer connections: nothing waits for a connection.
   srv = await startServer(db.url, { RATE_LIMIT_BURST: '10000000', BATCH_MAX_ROWS: '1000', DB_WRITER_CONNECTIONS: '4' });
-  // Every commit takes 70 ms more, as a 1000-event batch can on a busy database.
+  // Every commit takes 80 ms more, as a 1000-event batch can on a busy database: with its rows, past the 55 ms bound,
+  // and well within the 100 ms its own 1000 rows are allowed.
   await db.sql.unsafe(`
     CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_sleep(0.07); RETURN NULL; END $$;
+    BEGIN PERFORM pg_sleep(0.08); RETURN NULL; END $$;
     CREATE TRIGGER test_slow_commit AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION test_slow_commit()`);
 });
 afterAll(async () => {
@@ -29,7 +30,7 @@ afterAll(async () => {
 });
 
 describe('heavy batches', () => {
-  it('are let in however long their own rows take to commit: 4 clients of 1000-event batches for 3 s, every answer 202', async () => {
+  it('are let in while their own rows take longer to commit than the bound: 4 clients of 1000-event batches for 3 s, every answer 202', async () => {
     const p = await provision(srv.url);
     const statuses = new Map<number, number>();
     let stored = 0;
@@ -47,7 +48,7 @@ describe('heavy batches', () => {
       }),
     );
     expect(Object.fromEntries(statuses)).toEqual({ 202: expect.any(Number) });
-    // Each commit took its 70 ms: the load was real.
+    // Each commit took its 80 ms and more: the load was real.
     expect(statuses.get(202)).toBeGreaterThan(20);
     const [{ n }] = await db.sql<
       { n: number }[]

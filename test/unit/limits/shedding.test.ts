@@ -15,7 +15,10 @@ function shedder() {
     () => s.shed++,
     () => s.now,
   );
-  return { s, shedding: (projectId: string | null = null) => l.refusal(projectId) !== null };
+  return {
+    s,
+    shedding: (projectId: string | null = null, keyed = projectId !== null) => l.refusal(projectId, keyed) !== null,
+  };
 }
 
 describe('LoadShedder', () => {
@@ -116,21 +119,22 @@ describe('LoadShedder', () => {
     expect(shedding(null)).toBe(true);
   });
 
-  it("counts the loop's delay in proportion to the arrivals of a known project: a flood of made-up keys sheds no tenant", () => {
+  it("counts the loop's delay in proportion to the keyed arrivals of a known project: made-up keys shed no tenant", () => {
     const { s, shedding } = shedder();
     s.heavy.add('heavy');
     s.inHand = true;
     s.loop = 100;
-    // A tenant's requests among forty times as many of no known project (made-up keys refused from memory).
+    // A tenant's requests among forty times as many keys of no known project (made-up keys refused from memory).
     for (let t = 0; t < 1000; t++) {
       s.now = t;
       if (t % 40 === 0) expect(shedding('heavy')).toBe(false);
-      else expect(shedding(null)).toBe(false);
+      else expect(shedding(null, true)).toBe(false);
     }
-    // The same loop delay with the tenant's requests alone is the tenant's own backlog.
-    for (let t = 1000; t < 2200; t += 10) {
+    // Webapp arrivals (no key) do not count either way: among them, the tenant's backlog is the tenant's own.
+    for (let t = 3000; t < 4200; t++) {
       s.now = t;
-      shedding('heavy');
+      if (t % 40 === 0) shedding('heavy');
+      else expect(shedding(null, false)).toBe(false);
     }
     expect(shedding('heavy')).toBe(true);
   });

@@ -154,6 +154,26 @@ describe('GroupCommitWriter', () => {
     await w.close();
   });
 
+  it("queue delay: a small request behind a heavy one in its batch waits on the heavy one's rows", async () => {
+    const f = fakeTransport();
+    const w = writer(f.transport, { batchMaxRows: 2000 });
+    const first = outcome(w.submit(request('first', 1)));
+    await vi.advanceTimersByTimeAsync(1);
+    // The heavy request is the batch's oldest; the small one joins it 2 ms later.
+    const heavy = outcome(w.submit(request('heavy', 500)));
+    await vi.advanceTimersByTimeAsync(2);
+    const small = outcome(w.submit(request('small', 1)));
+    f.commits[0]!.settle();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(f.commits.map((c) => c.names)).toEqual([['first'], ['heavy', 'small']]);
+    await vi.advanceTimersByTimeAsync(40);
+    // The heavy request's 40 ms are its own rows' (under 50 ms for 500); the small one's are others'.
+    expect(w.queueDelayMs).toBeCloseTo(40 - 40 / 501, 5);
+    f.commits[1]!.settle();
+    expect(await Promise.all([first, heavy, small])).toEqual(['stored', 'stored', 'stored']);
+    await w.close();
+  });
+
   it('halves a batch the database refuses for its data, down to the request; the others are stored', async () => {
     const f = fakeTransport();
     const w = writer(f.transport);
