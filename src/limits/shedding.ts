@@ -93,7 +93,7 @@ export class LoadShedder {
     return REFUSAL;
   }
 
-  /** Counts an arrival; returns the fraction of the keyed arrivals of this second and the one before that were known. */
+  /** Counts an arrival; returns the fraction of the keyed arrivals of this second and the one before that are known. */
   private countArrival(now: number, keyed: boolean, known: boolean): number {
     const a = this.arrivals;
     const second = Math.floor(now / 1000);

@@ -185,10 +185,11 @@ export class GroupCommitWriter implements EventSink {
    * The writer's queue delay (ms): the longest any request it holds has waited on something other than its own rows,
    * the signal load shedding reads. That is its wait for a commit to begin and, once its batch commits, the commit's
    * time but its own rows' share of it, up to OWN_ROW_MS a row. Of a batch being committed, the oldest request and the
-   * smallest are read: between them they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS). So a 1000-event batch, ~40 ms to commit on an idle
-   * database, does not read as a backlog, while a small request in a batch swollen by hundreds of others waits on every
-   * one of them, and any commit that stalls (a lock, a failover) soon counts whole. Under normal load it stays within
-   * BATCH_MAX_WAIT_MS plus a few ms; it grows when the database takes less than arrives.
+   * smallest are read: between them they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS). So a
+   * 1000-event batch, ~40 ms to commit on an idle database, does not read as a backlog, while a small request in a
+   * batch swollen by hundreds of others waits on every one of them, and any commit that stalls (a lock, a failover)
+   * soon counts whole. Under normal load it stays within BATCH_MAX_WAIT_MS plus a few ms; it grows when the database
+   * takes less than arrives.
    */
   get queueDelayMs(): number {
     const now = performance.now();
