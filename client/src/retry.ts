@@ -40,13 +40,18 @@ const TIMER_MAX_MS = 2 ** 31 - 1;
  */
 export const RETRY_AFTER_MAX_MS = 10 * 60_000;
 
+/** The longest Retry-After honoured with `maxMs` (retryMaxMs): also the most a request's retries wait in all. */
+export function retryAfterCapMs(maxMs: number): number {
+  return Math.max(maxMs, RETRY_AFTER_MAX_MS);
+}
+
 /**
  * The wait before a retry the server timed with Retry-After: what it asked (at most RETRY_AFTER_MAX_MS or `maxMs`),
  * plus a random share of as much again (at most `maxMs` more). Clients refused in the same second (a database
  * failover refuses every client at once) come back spread over a second rather than all at its end.
  */
 export function retryAfterDelayMs(retryAfterMs: number, maxMs: number, random = Math.random): number {
-  const asked = Math.min(retryAfterMs, Math.max(maxMs, RETRY_AFTER_MAX_MS));
+  const asked = Math.min(retryAfterMs, retryAfterCapMs(maxMs));
   return Math.min(TIMER_MAX_MS, asked + Math.floor(random() * Math.min(asked, maxMs)));
 }
 

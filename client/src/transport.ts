@@ -1,7 +1,7 @@
 // One logical request: encode (gzip above a threshold), POST, and retry what the retry guidance
 // allows. The body is rebuilt for each attempt because the webapp endpoint's initData may be refreshed.
 import { IngestError } from './errors.js';
-import { type Endpoint, isRetryable, parseRetryAfter, RETRY_AFTER_MAX_MS, retryDelayMs, sleep } from './retry.js';
+import { type Endpoint, isRetryable, parseRetryAfter, retryAfterCapMs, retryDelayMs, sleep } from './retry.js';
 import type { IngestResponse } from './types.js';
 
 export interface TransportConfig {
@@ -42,7 +42,7 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
   let encoded: Encoded | null = null;
   // A request's retries wait at most this long in all: a proxy answering Retry-After: 86400 to every attempt would
   // otherwise park it, and close(), for maxRetries times the longest Retry-After honoured.
-  const waitBudget = Math.max(cfg.retryMaxMs, RETRY_AFTER_MAX_MS);
+  const waitBudget = retryAfterCapMs(cfg.retryMaxMs);
   let waited = 0;
   for (let attempt = 1; ; attempt++) {
     let json: string;

@@ -257,7 +257,7 @@ export async function wire(
     shedder: new LoadShedder(
       {
         queueDelayMs: () => sink.queueDelayMs,
-        inHand: () => sink.pending > 0,
+        inHand: () => sink.holdsRequests,
         loopDelayMs: () => loopDelay.ms,
         holdsShare: (projectId) => derived.holdsShare(projectId),
       },

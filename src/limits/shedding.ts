@@ -28,7 +28,7 @@ const REFUSAL = new HttpError('overloaded', {
   retryAfterS: 1,
 });
 
-export interface ShedSignals {
+interface ShedSignals {
   /** In ms: the writer's queue delay (GroupCommitWriter.queueDelayMs). */
   queueDelayMs(): number;
   /** Whether the writer holds requests, waiting or committing. */
@@ -67,7 +67,7 @@ export class LoadShedder {
    * tenant's hundred requests, makes the loop late, and shedding that tenant would lighten the loop by nothing. Webapp
    * arrivals, whose project nothing at the door tells, are not `keyed` and do not count either way.
    */
-  refusal(projectId: string | null = null, keyed = projectId !== null): HttpError | null {
+  refusal(projectId: string | null = null, keyed = false): HttpError | null {
     const now = this.now();
     const sinceLast = now - this.lastArrival;
     this.lastArrival = now;

@@ -177,6 +177,11 @@ export class GroupCommitWriter implements EventSink {
     return this.queue.length + busy;
   }
 
+  /** Whether it holds requests, waiting or committing. */
+  get holdsRequests(): boolean {
+    return this.queue.length > 0 || this.slots.some((s) => s.busy);
+  }
+
   get queuedRows(): number {
     return this.heldRows;
   }
@@ -220,7 +225,7 @@ export class GroupCommitWriter implements EventSink {
   }
 
   drain(): Promise<void> {
-    if (this.queue.length === 0 && this.slots.every((s) => !s.busy)) return Promise.resolve();
+    if (!this.holdsRequests) return Promise.resolve();
     return new Promise((resolve) => {
       this.idleWaiters.push(resolve);
       this.kick(true);
@@ -274,22 +279,23 @@ export class GroupCommitWriter implements EventSink {
       }
       const batch: Pending[] = [];
       let rows = 0;
+      let smallest: Member | null = null;
       while (
         this.queue.length > 0 &&
         (batch.length === 0 || rows + rowsOf(this.queue[0]!.req) <= this.opts.batchMaxRows)
       ) {
         const p = this.queue.shift()!;
-        rows += rowsOf(p.req);
+        const r = rowsOf(p.req);
+        rows += r;
         batch.push(p);
+        if (smallest === null || r < smallest.rows) smallest = { enqueuedAt: p.enqueuedAt, rows: r };
       }
       this.waitingRows -= rows;
       slot.busy = true;
       slot.startedAt = performance.now();
       slot.rows = rows;
       slot.oldest = { enqueuedAt: batch[0]!.enqueuedAt, rows: rowsOf(batch[0]!.req) };
-      slot.smallest = slot.oldest;
-      for (const p of batch)
-        if (rowsOf(p.req) < slot.smallest.rows) slot.smallest = { enqueuedAt: p.enqueuedAt, rows: rowsOf(p.req) };
+      slot.smallest = smallest!;
       void this.runBatch(slot, batch).finally(() => {
         this.heldRows -= rows;
         slot.busy = false;
@@ -300,7 +306,7 @@ export class GroupCommitWriter implements EventSink {
   }
 
   private notifyIdle(): void {
-    if (this.queue.length > 0 || this.slots.some((s) => s.busy)) return;
+    if (this.holdsRequests) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
