@@ -84,9 +84,14 @@ const BILLING = `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::int[])
         WITH ORDINALITY AS t(project_id, action_key, connection_id, event_id, req, ord)
     ), mine AS (
+      -- Each input looks its row up by key (LATERAL ... LIMIT 1). As a join, a generic plan made while the partition
+      -- was small could instead read every row received between $6 and $7, other transactions' too: ~27 ms a commit
+      -- on one writer connection for as long as it lived.
       SELECT DISTINCT ON (i.project_id, i.event_id) i.*
-      FROM input i JOIN events e ON e.project_id = i.project_id AND e.event_id = i.event_id
-        AND e.received_at BETWEEN $6 AND $7 AND e.xmin = pg_current_xact_id()::xid
+      FROM input i CROSS JOIN LATERAL (
+        SELECT FROM events e WHERE e.project_id = i.project_id AND e.event_id = i.event_id
+          AND e.received_at BETWEEN $6 AND $7 AND e.xmin = pg_current_xact_id()::xid LIMIT 1
+      ) e
       ORDER BY i.project_id, i.event_id, i.ord
     ), firsts AS (
       SELECT DISTINCT ON (project_id, action_key) project_id, action_key, connection_id
