@@ -29,6 +29,8 @@ export interface Probes {
   writerQueuedRows(): number;
   /** The writer's queue delay (ms): GroupCommitWriter.queueDelayMs. */
   writerQueueDelayMs(): number;
+  /** How long the oldest body waiting for the main thread's turn has waited (ms): InlineQueue.waitMs. */
+  inlineQueueWaitMs(): number;
   bodyBytes(): number;
   heldAnswers(): number;
   liveViewers(): number;
@@ -208,6 +210,14 @@ export class Metrics {
       registers: [r],
       collect() {
         this.set(probes.writerQueueDelayMs() / 1000);
+      },
+    });
+    new client.Gauge({
+      name: 'tg_ingest_inline_queue_wait_seconds',
+      help: "How long the oldest small body waiting for the main thread's turn to be parsed has waited; with the event loop delay, the main thread's part of what load shedding reads (SHED_QUEUE_DELAY_MS).",
+      registers: [r],
+      collect() {
+        this.set(probes.inlineQueueWaitMs() / 1000);
       },
     });
     new client.Gauge({

@@ -91,6 +91,7 @@ export async function wire(
     writerPending: () => sink.pending,
     writerQueuedRows: () => sink.queuedRows,
     writerQueueDelayMs: () => sink.queueDelayMs,
+    inlineQueueWaitMs: () => pool.inlineQueue.waitMs,
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
@@ -257,8 +258,9 @@ export async function wire(
     shedder: new LoadShedder(
       {
         queueDelayMs: () => sink.queueDelayMs,
-        inHand: () => sink.holdsRequests,
-        loopDelayMs: () => loopDelay.ms,
+        inHand: () => sink.holdsRequests || pool.inlineQueue.length > 0,
+        // The main thread's delay: before a request is read, then before its body's turn (inline-queue.ts).
+        loopDelayMs: () => loopDelay.ms + pool.inlineQueue.waitMs,
         holdsShare: (projectId) => derived.holdsShare(projectId),
       },
       // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.

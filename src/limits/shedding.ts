@@ -1,15 +1,16 @@
-// Load shedding at the door. When more arrives than the service gets through, requests queue (in the writer for a
-// database connection, in their sockets for the event loop) and every one of them waits longer: answered late, or
-// not before its client gives up. The signal is that queue delay, measured: the longest any request the writer
-// holds has waited on something other than its own rows (its wait for a commit to begin, and its commit's time
-// beyond its own rows' share: a 1000-event batch takes tens of milliseconds to commit on an idle database), plus
-// how late the event loop runs. It rises for every way of falling behind (more traffic, a slow disk, a checkpoint,
-// a failover) and needs no tuning to the machine, unlike a count of connections or of requests in flight. (The
-// loop's part counts only while the writer holds requests, waiting or committing, and judges only requests of a
-// known project; the bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS:
-// src/app/wiring.ts.) While it is past the bound, ingestion requests are answered 503 with Retry-After from the
-// HTTP front before anything of them is read, a small fraction of what accepting one costs, so the requests let in
-// keep their latency and the process its memory.
+// Load shedding at the door. When more arrives than the service gets through, requests queue (in their sockets and
+// then the inline queue for the main thread, in the writer for a database connection) and every one of them waits
+// longer: answered late, or not before its client gives up. The signal is that queue delay, measured: the longest any
+// request the writer holds has waited on something other than its own rows (its wait for a commit to begin, and its
+// commit's time beyond its own rows' share: a 1000-event batch takes tens of milliseconds to commit on an idle
+// database), plus how late the main thread runs (the event loop's delay, and the wait of the oldest body queued to be
+// parsed: src/worker/inline-queue.ts). It rises for every way of falling behind (more traffic, a slow disk, a
+// checkpoint, a failover) and needs no tuning to the machine, unlike a count of connections or of requests in flight.
+// (The main thread's part counts only while requests are in hand, and judges only requests of a known project; the
+// bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.)
+// While it is past the bound, ingestion requests are answered 503 with Retry-After from the HTTP front before
+// anything of them is read, a small fraction of what accepting one costs, so the requests let in keep their latency
+// and the process its memory.
 //
 // As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over ENTER_MS (none
 // QUIET_MS apart) have all found the delay over the bound, and stops as soon as one finds it back under; within
@@ -31,9 +32,9 @@ const REFUSAL = new HttpError('overloaded', {
 interface ShedSignals {
   /** In ms: the writer's queue delay (GroupCommitWriter.queueDelayMs). */
   queueDelayMs(): number;
-  /** Whether the writer holds requests, waiting or committing. */
+  /** Whether requests are in hand: bodies waiting to be parsed, or requests the writer holds. */
   inHand(): boolean;
-  /** In ms: how late the event loop runs. */
+  /** In ms: how late the main thread runs (the event loop's delay plus the inline queue's wait). */
   loopDelayMs(): number;
   /** Whether a project holds at least an equal share of the request data in hand. */
   holdsShare(projectId: string): boolean;

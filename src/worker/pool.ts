@@ -11,6 +11,7 @@
 // so a flood can neither fill the pool nor grow memory. Checks of clients past a failure budget
 // wait in a second, small queue that the lane serves only when nothing else waits.
 import { Piscina } from 'piscina';
+import { InlineQueue } from './inline-queue.js';
 import type { UserSeen } from '../model.js';
 import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson } from '../pipeline/decode.js';
@@ -184,6 +185,8 @@ export class IngestPool {
   private groupBytes = 0;
   private flushQueued = false;
   private readonly lane: Lane;
+  /** The main thread's share of the work, in its turn (inline-queue.ts). */
+  readonly inlineQueue = new InlineQueue();
   /** Tasks run, by kind and where: read by metrics. */
   readonly tasks = new Map<string, number>();
 
@@ -229,7 +232,7 @@ export class IngestPool {
    * is its kind's; a throw, wherever it ran, becomes TaskFailed.
    */
   private async run<K extends TaskKind>(task: TaskOf<K>, o: RunOptions = {}): Promise<TaskResults[K]> {
-    if (o.inline === true) return unwrap(await runTask(task));
+    if (o.inline === true) return unwrap(await this.inlineQueue.run(() => runTask(task)));
     const dispatch = () => this.dispatch(task, o.signal);
     return unwrap(o.lane === undefined ? await dispatch() : await this.lane.run(o.lane, dispatch, o.admit));
   }
@@ -263,12 +266,13 @@ export class IngestPool {
     limits: BodyLimits,
     priority: Priority = 'normal',
   ): Promise<OpenedWebapp> {
-    if (this.inline('webapp_open', body.byteLength, gzip)) {
-      const decoded = decodeJson(body, false, limits);
-      if (!decoded.ok) return decoded;
-      const env = readWebappEnvelope(decoded.value);
-      return env.ok ? { ok: true, envelope: env.envelope, value: decoded.value, bytes: decoded.bytes } : env;
-    }
+    if (this.inline('webapp_open', body.byteLength, gzip))
+      return this.inlineQueue.run((): OpenedWebapp => {
+        const decoded = decodeJson(body, false, limits);
+        if (!decoded.ok) return decoded;
+        const env = readWebappEnvelope(decoded.value);
+        return env.ok ? { ok: true, envelope: env.envelope, value: decoded.value, bytes: decoded.bytes } : env;
+      });
     // A copy of the part it needs moves to the worker; the body stays here for webapp().
     const needed = gzip ? this.o.envelopeMaxBytes + GZIP_SLACK : this.o.envelopeMaxBytes;
     const whole = body.byteLength <= needed;
@@ -292,7 +296,11 @@ export class IngestPool {
       // Parsed whole already (openWebapp): the events are taken from that.
       this.count('webapp', 'inline');
       const events = (opened.value as { events?: unknown }).events;
-      return unwrap<'webapp'>(attempt(() => processWebappBatch(events, ctx, user, opened.bytes!.byteLength)));
+      return unwrap<'webapp'>(
+        await this.inlineQueue.run(() =>
+          attempt(() => processWebappBatch(events, ctx, user, opened.bytes!.byteLength)),
+        ),
+      );
     }
     this.count('webapp', 'pool');
     return this.run<'webapp'>({ kind: 'webapp', body, gzip, limits, envelope: opened.envelope, ctx, user });
