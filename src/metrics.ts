@@ -206,7 +206,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'tg_ingest_writer_queue_delay_seconds',
-      help: "The longest any request the writer holds has waited on something other than its own rows (its wait for a connection, and its commit's time beyond its own rows' share, up to 0.1 ms a row); with the event loop delay, what load shedding reads (SHED_QUEUE_DELAY_MS).",
+      help: "The longest any request the writer holds has waited on something other than its own rows (its wait for a connection, and its commit's time beyond its own rows' share, up to 0.1 ms a row); with the main thread's delay, what load shedding reads (SHED_QUEUE_DELAY_MS).",
       registers: [r],
       collect() {
         this.set(probes.writerQueueDelayMs() / 1000);
@@ -214,7 +214,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'tg_ingest_inline_queue_wait_seconds',
-      help: "How long the oldest small body waiting for the main thread's turn to be parsed has waited; with the event loop delay, the main thread's part of what load shedding reads (SHED_QUEUE_DELAY_MS).",
+      help: "How long the oldest small body of a known sender waiting for the main thread's turn to be parsed has waited; the larger of it and the event loop delay is the main thread's part of what load shedding reads (SHED_QUEUE_DELAY_MS).",
       registers: [r],
       collect() {
         this.set(probes.inlineQueueWaitMs() / 1000);

@@ -259,8 +259,9 @@ export async function wire(
       {
         queueDelayMs: () => sink.queueDelayMs,
         inHand: () => sink.holdsRequests || pool.inlineQueue.length > 0,
-        // The main thread's delay: before a request is read, then before its body's turn (inline-queue.ts).
-        loopDelayMs: () => loopDelay.ms + pool.inlineQueue.waitMs,
+        // The main thread's delay: before a request is read, or before its body's turn (inline-queue.ts). The larger of
+        // the two, not their sum: one stall shows in both.
+        loopDelayMs: () => Math.max(loopDelay.ms, pool.inlineQueue.waitMs),
         holdsShare: (projectId) => derived.holdsShare(projectId),
       },
       // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.

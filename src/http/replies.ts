@@ -2,7 +2,7 @@
 // the pipeline (quota, worker pool, credential lookups, the writer) mapped to codes of the error table.
 import { LookupFailed } from '../cache/refreshing-cache.js';
 import { ERRORS, HttpError } from '../errors.js';
-import { PoolOverloaded, TaskFailed } from '../worker/pool.js';
+import { PoolOverloaded, TaskFailed } from '../worker/errors.js';
 import { QuotaRefusal } from '../limits/quota.js';
 import { WriteError } from '../writer/sink.js';
 import type { Reply } from './server.js';

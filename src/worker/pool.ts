@@ -11,6 +11,7 @@
 // so a flood can neither fill the pool nor grow memory. Checks of clients past a failure budget
 // wait in a second, small queue that the lane serves only when nothing else waits.
 import { Piscina } from 'piscina';
+import { PoolOverloaded, TaskFailed } from './errors.js';
 import { InlineQueue } from './inline-queue.js';
 import type { UserSeen } from '../model.js';
 import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pipeline/batch.js';
@@ -40,25 +41,6 @@ const GROUP_MAX_TASKS = 128;
 const COMPILE_TIMEOUT_MS = 10_000;
 /** Compressed bytes sent with a webapp envelope task beyond the prefix it inflates: gzip's framing. */
 const GZIP_SLACK = 16 * 1024;
-
-/** The pool's queue (or a lane's) is full: shed the request rather than grow memory. */
-export class PoolOverloaded extends Error {
-  constructor() {
-    super('the worker pool is overloaded');
-    this.name = 'PoolOverloaded';
-  }
-}
-
-/** A task threw. `byInput`: the request's data caused it (400); otherwise a bug (500). */
-export class TaskFailed extends Error {
-  constructor(
-    readonly byInput: boolean,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TaskFailed';
-  }
-}
 
 function unwrap<K extends TaskKind>(r: TaskResult<K>): TaskResults[K] {
   if (isFailure(r)) throw new TaskFailed(r.byInput, r.failed);
@@ -186,7 +168,7 @@ export class IngestPool {
   private flushQueued = false;
   private readonly lane: Lane;
   /** The main thread's share of the work, in its turn (inline-queue.ts). */
-  readonly inlineQueue = new InlineQueue();
+  readonly inlineQueue: InlineQueue;
   /** Tasks run, by kind and where: read by metrics. */
   readonly tasks = new Map<string, number>();
 
@@ -200,6 +182,8 @@ export class IngestPool {
       maxQueue: o.threads * 256,
     });
     this.lane = new Lane(o.laneConcurrency, { normal: o.laneQueueMax, low: o.lowQueueMax });
+    // Small bodies read before their sender is known wait, at most as many as the lane's, apart from known senders'.
+    this.inlineQueue = new InlineQueue(o.laneQueueMax);
   }
 
   get queueSize(): number {
@@ -219,9 +203,12 @@ export class IngestPool {
     this.tasks.set(key, (this.tasks.get(key) ?? 0) + 1);
   }
 
-  /** On the main thread: small, uncompressed, and checked against no tracking plan. */
-  private inline(kind: TaskKind, bytes: number, gzip: boolean, ctx?: BatchContext): boolean {
-    const inline = !gzip && bytes <= this.o.inlineMaxBytes && ctx?.plan == null;
+  /**
+   * On the main thread (in its turn: inline-queue.ts): small, uncompressed, checked against no tracking plan, and not
+   * `mayInline` false (an address past its failure budget, served by the lane's low-priority queue).
+   */
+  private inline(kind: TaskKind, bytes: number, gzip: boolean, ctx?: BatchContext, mayInline = true): boolean {
+    const inline = mayInline && !gzip && bytes <= this.o.inlineMaxBytes && ctx?.plan == null;
     this.count(kind, inline ? 'inline' : 'pool');
     return inline;
   }
@@ -266,13 +253,14 @@ export class IngestPool {
     limits: BodyLimits,
     priority: Priority = 'normal',
   ): Promise<OpenedWebapp> {
-    if (this.inline('webapp_open', body.byteLength, gzip))
+    // An address past its failure budget is served by the lane's low-priority queue, small body or not.
+    if (this.inline('webapp_open', body.byteLength, gzip, undefined, priority === 'normal'))
       return this.inlineQueue.run((): OpenedWebapp => {
         const decoded = decodeJson(body, false, limits);
         if (!decoded.ok) return decoded;
         const env = readWebappEnvelope(decoded.value);
         return env.ok ? { ok: true, envelope: env.envelope, value: decoded.value, bytes: decoded.bytes } : env;
-      });
+      }, false);
     // A copy of the part it needs moves to the worker; the body stays here for webapp().
     const needed = gzip ? this.o.envelopeMaxBytes + GZIP_SLACK : this.o.envelopeMaxBytes;
     const whole = body.byteLength <= needed;

@@ -1,5 +1,6 @@
 import { createServer, connect, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PoolOverloaded } from '../../../src/worker/errors.js';
 import { InlineQueue } from '../../../src/worker/inline-queue.js';
 
 /** Busy for `ms`, as parsing a body is. */
@@ -20,7 +21,7 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 describe('InlineQueue', () => {
   it('runs jobs in the order they came, each answering its own caller', async () => {
-    const q = new InlineQueue();
+    const q = new InlineQueue(1000);
     const order: number[] = [];
     const results = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
@@ -37,7 +38,7 @@ describe('InlineQueue', () => {
   });
 
   it('lets a socket be read and answered between slices, long before a backlog of 300 ms is through', async () => {
-    const q = new InlineQueue();
+    const q = new InlineQueue(1000);
     const socket = connect({ port, host: '127.0.0.1' });
     await new Promise((r) => socket.once('connect', r));
     let done = 0;
@@ -60,7 +61,7 @@ describe('InlineQueue', () => {
 
   it("says how long its oldest job has waited, and a job's throw is its own caller's", async () => {
     let now = 1000;
-    const q = new InlineQueue(() => now);
+    const q = new InlineQueue(1000, () => now);
     const first = q.run(() => {
       throw new RangeError('too deep');
     });
@@ -72,5 +73,23 @@ describe('InlineQueue', () => {
     await expect(first).rejects.toThrow('too deep');
     await expect(second).resolves.toBe('ok');
     expect(q.waitMs).toBe(0);
+  });
+
+  it('serves known senders first and gives bodies read before authentication one turn in four, bounded and not in waitMs', async () => {
+    let now = 0;
+    const q = new InlineQueue(100, () => now);
+    const order: string[] = [];
+    const unknown = Array.from({ length: 100 }, (_, i) => q.run(() => order.push(`u${i}`), false));
+    await expect(q.run(() => undefined, false)).rejects.toBeInstanceOf(PoolOverloaded);
+    // A flood before authentication is nobody's backlog: shedding does not see it.
+    now = 500;
+    expect(q.length).toBe(0);
+    expect(q.waitMs).toBe(0);
+    const known = Array.from({ length: 6 }, (_, i) => q.run(() => order.push(`k${i}`)));
+    expect(q.length).toBe(6);
+    expect(q.waitMs).toBe(0);
+    await Promise.all([...unknown, ...known]);
+    expect(order.slice(0, 8)).toEqual(['k0', 'k1', 'k2', 'u0', 'k3', 'k4', 'k5', 'u1']);
+    expect(order).toHaveLength(106);
   });
 });

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Lane, PoolOverloaded } from '../../../src/worker/pool.js';
+import { PoolOverloaded } from '../../../src/worker/errors.js';
+import { Lane } from '../../../src/worker/pool.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
