@@ -37,7 +37,7 @@ export interface Config {
   maxProfilesPerRequest: number;
   /** How much of a webapp body (decompressed) is read before its sender is known. */
   webappEnvelopeMaxBytes: number;
-  /** Signature checks of clients past a failure budget waiting for the low-priority lane; past it, 503. */
+  /** Signature checks and envelopes of clients past a failure budget waiting for the low-priority lane; past it, 503. */
   authLowPriorityQueue: number;
   corsAllowOrigins: readonly string[];
   /** Take the client address from X-Forwarded-For (the last entry, added by a trusted proxy). */
@@ -51,7 +51,10 @@ export interface Config {
   /** Failed initData signature checks per bot. */
   initDataFailureBurstPerBot: number;
   initDataFailureRefillPerSPerBot: number;
-  /** Signature checks waiting for a worker; past it, 503. */
+  /**
+   * Work before authentication waiting for the worker lane (signature checks, envelopes), and, a bound of its own, small
+   * webapp bodies waiting to be parsed on the main thread before their sender is known; past either, 503.
+   */
   initDataVerifyQueue: number;
   /** Failed admin authentications per client address and minute. */
   adminAuthFailuresPerMin: number;

@@ -37,8 +37,8 @@ export interface Probes {
   caches(): Record<string, CacheCounts>;
   /** Pipeline tasks run so far, keyed "kind:where" (where: inline or pool). */
   tasks(): Map<string, number>;
-  /** Unauthenticated tasks waiting for the worker pool's lane of their own. */
-  laneWaiting(): number;
+  /** Work before authentication waiting: for the worker pool's lane, or to be parsed on the main thread. */
+  unauthenticatedWaiting(): number;
   /** Rejected events not kept because their project's quarantine was full, since start. */
   quarantineDropped(): number;
 }
@@ -246,10 +246,10 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'tg_ingest_unauthenticated_waiting',
-      help: 'Work before authentication (signature checks, envelopes of large or compressed webapp bodies) waiting for its lane of the worker pool; bounded by INITDATA_VERIFY_QUEUE and AUTH_LOW_PRIORITY_QUEUE.',
+      help: 'Work before authentication waiting: signature checks and envelopes of large or compressed webapp bodies for their lane of the worker pool (bounded by INITDATA_VERIFY_QUEUE and AUTH_LOW_PRIORITY_QUEUE), small webapp bodies to be parsed on the main thread (bounded by INITDATA_VERIFY_QUEUE).',
       registers: [r],
       collect() {
-        this.set(probes.laneWaiting());
+        this.set(probes.unauthenticatedWaiting());
       },
     });
     let droppedReported = 0;

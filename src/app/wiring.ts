@@ -104,7 +104,7 @@ export async function wire(
       initdata: sessions.stats,
     }),
     tasks: () => pool.tasks,
-    laneWaiting: () => pool.laneWaiting,
+    unauthenticatedWaiting: () => pool.unauthenticatedWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
   });
   const loopDelay = new LoopDelay();

@@ -9,8 +9,10 @@
 import { PoolOverloaded } from './errors.js';
 
 const SLICE_MS = 2;
-/** When both wait, one job in this many is work before authentication: it is served, never starved, never first. */
-const UNKNOWN_EVERY = 4;
+/** While both wait, work before authentication gets at most this share of the main thread's time: served, never first. */
+const UNKNOWN_SHARE = 0.25;
+/** A body before authentication waiting longer is refused unparsed (as the worker lane's wait): its client has likely left. */
+const UNKNOWN_MAX_WAIT_MS = 3000;
 
 interface Job {
   work: () => unknown;
@@ -55,13 +57,15 @@ export class InlineQueue {
   private readonly known = new Fifo();
   /** Bodies read before their sender is known (a webapp body's envelope): nobody answers for this work. */
   private readonly unknown = new Fifo();
-  private turn = 0;
+  /** Time (ms) spent on each queue since both last waited together: the share is of time, not of jobs. */
+  private spentKnown = 0;
+  private spentUnknown = 0;
   private scheduled = false;
 
   /**
    * `maxUnknown`: bodies before authentication waiting at once; past it, PoolOverloaded (503). An unauthenticated flood
-   * fills that queue alone, waits behind known senders' bodies (UNKNOWN_EVERY), and is not in waitMs, so it neither
-   * delays a tenant much nor gets one shed.
+   * fills that queue alone, gets at most UNKNOWN_SHARE of the time while known senders' bodies wait, and is not in
+   * waitMs, so it neither holds a tenant's bodies up much nor gets a tenant shed.
    */
   constructor(
     private readonly maxUnknown: number,
@@ -92,20 +96,48 @@ export class InlineQueue {
     return this.known.length;
   }
 
+  /** Bodies read before their sender is known, waiting. */
+  get unknownLength(): number {
+    return this.unknown.length;
+  }
+
+  /** The next job to run: a known sender's, unless none waits or work before authentication is under its share. */
+  private next(): { job: Job; known: boolean } | null {
+    for (;;) {
+      const { known, unknown } = this;
+      if (known.length === 0 || unknown.length === 0) {
+        this.spentKnown = 0;
+        this.spentUnknown = 0;
+      }
+      if (
+        unknown.length > 0 &&
+        (known.length === 0 || this.spentUnknown < UNKNOWN_SHARE * (this.spentKnown + this.spentUnknown))
+      ) {
+        const job = unknown.shift();
+        if (this.now() - job.queuedAt <= UNKNOWN_MAX_WAIT_MS) return { job, known: false };
+        job.reject(new PoolOverloaded());
+        continue;
+      }
+      return known.length > 0 ? { job: known.shift(), known: true } : null;
+    }
+  }
+
   private readonly drain = (): void => {
     const until = this.now() + SLICE_MS;
-    do {
-      const { known, unknown } = this;
-      const job =
-        unknown.length > 0 && (known.length === 0 || ++this.turn % UNKNOWN_EVERY === 0)
-          ? unknown.shift()
-          : known.shift();
+    for (;;) {
+      const next = this.next();
+      if (next === null) break;
+      const started = this.now();
       try {
-        job.resolve(job.work());
+        next.job.resolve(next.job.work());
       } catch (err) {
-        job.reject(err);
+        next.job.reject(err);
       }
-    } while (this.known.length + this.unknown.length > 0 && this.now() < until);
+      const ended = this.now();
+      if (next.known) this.spentKnown += ended - started;
+      else this.spentUnknown += ended - started;
+      if (ended >= until) break;
+    }
     if (this.known.length + this.unknown.length > 0) setImmediate(this.drain);
     else this.scheduled = false;
   };

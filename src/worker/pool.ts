@@ -194,8 +194,9 @@ export class IngestPool {
     return this.pool.utilization;
   }
 
-  get laneWaiting(): number {
-    return this.lane.waiting;
+  /** Work before authentication waiting: in the lane, or in the inline queue. */
+  get unauthenticatedWaiting(): number {
+    return this.lane.waiting + this.inlineQueue.unknownLength;
   }
 
   private count(kind: TaskKind | 'verify_low_priority', where: 'inline' | 'pool'): void {

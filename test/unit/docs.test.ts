@@ -168,7 +168,7 @@ describe('README.md and docs/operations.md', () => {
       liveViewers: zero,
       caches: () => ({}),
       tasks: () => new Map(),
-      laneWaiting: zero,
+      unauthenticatedWaiting: zero,
       quarantineDropped: zero,
     });
     const registered = new Set(
@@ -215,7 +215,7 @@ describe('README.md and docs/operations.md', () => {
       liveViewers: zero,
       caches: () => ({}),
       tasks: () => new Map(),
-      laneWaiting: zero,
+      unauthenticatedWaiting: zero,
       quarantineDropped: zero,
     });
     metrics.replay({ accepted: 1, stillRejected: 1, duplicated: 1 });

@@ -75,21 +75,44 @@ describe('InlineQueue', () => {
     expect(q.waitMs).toBe(0);
   });
 
-  it('serves known senders first and gives bodies read before authentication one turn in four, bounded and not in waitMs', async () => {
+  it('serves known senders first, gives work before authentication a quarter of the time, bounds it and leaves it out of waitMs', async () => {
     let now = 0;
     const q = new InlineQueue(100, () => now);
     const order: string[] = [];
-    const unknown = Array.from({ length: 100 }, (_, i) => q.run(() => order.push(`u${i}`), false));
+    // Each body before authentication costs 4 ms of parsing, each known sender's 1 ms.
+    const unknown = Array.from({ length: 100 }, (_, i) =>
+      q.run(() => {
+        now += 4;
+        order.push(`u${i}`);
+      }, false),
+    );
     await expect(q.run(() => undefined, false)).rejects.toBeInstanceOf(PoolOverloaded);
     // A flood before authentication is nobody's backlog: shedding does not see it.
-    now = 500;
     expect(q.length).toBe(0);
+    expect(q.unknownLength).toBe(100);
     expect(q.waitMs).toBe(0);
-    const known = Array.from({ length: 6 }, (_, i) => q.run(() => order.push(`k${i}`)));
+    const known = Array.from({ length: 6 }, (_, i) =>
+      q.run(() => {
+        now += 1;
+        order.push(`k${i}`);
+      }),
+    );
     expect(q.length).toBe(6);
-    expect(q.waitMs).toBe(0);
     await Promise.all([...unknown, ...known]);
-    expect(order.slice(0, 8)).toEqual(['k0', 'k1', 'k2', 'u0', 'k3', 'k4', 'k5', 'u1']);
+    // One costly body gets its turn; the next waits until the known senders' time makes it a quarter again.
+    expect(order.slice(0, 8)).toEqual(['k0', 'u0', 'k1', 'k2', 'k3', 'k4', 'k5', 'u1']);
     expect(order).toHaveLength(106);
+  });
+
+  it('refuses unparsed a body before authentication that waited past 3 s', async () => {
+    let now = 0;
+    const q = new InlineQueue(100, () => now);
+    let parsed = 0;
+    const stale = q.run(() => parsed++, false);
+    now = 3001;
+    const fresh = q.run(() => parsed++, false);
+    await expect(stale).rejects.toBeInstanceOf(PoolOverloaded);
+    await expect(fresh).resolves.toBe(0);
+    expect(parsed).toBe(1);
   });
 });
