@@ -3,6 +3,7 @@
 // one request per delay instead of thousands a second, and the refusals stop taking CPU from valid
 // traffic. Bounded: past `max` answers held at once (a client that sends without waiting), answers
 // leave at once, as they did without the tarpit.
+import { Fifo } from '../cache/fifo.js';
 
 export interface TarpitOptions {
   delayMs: number;
@@ -11,8 +12,7 @@ export interface TarpitOptions {
 
 export class Tarpit {
   /** Sends in the order held; every entry waits the same delay, so the head is always due first. */
-  private queue: { due: number; send: () => void }[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<{ due: number; send: () => void }>();
   private timer: NodeJS.Timeout | null = null;
   private open = true;
 
@@ -23,7 +23,7 @@ export class Tarpit {
 
   /** Answers held now. */
   get held(): number {
-    return this.queue.length - this.head;
+    return this.queue.length;
   }
 
   /** Runs `send` after the delay, or at once when the tarpit is off, full or released. */
@@ -45,7 +45,7 @@ export class Tarpit {
   }
 
   private schedule(): void {
-    const next = this.queue[this.head];
+    const next = this.queue.first;
     if (next === undefined) return;
     this.timer = setTimeout(
       () => {
@@ -58,19 +58,13 @@ export class Tarpit {
   }
 
   private flush(until: number): void {
-    while (this.head < this.queue.length && this.queue[this.head]!.due <= until) {
-      const { send } = this.queue[this.head]!;
-      this.head++;
+    while (this.queue.length > 0 && this.queue.first!.due <= until) {
+      const { send } = this.queue.shift();
       try {
         send();
       } catch {
         // One failed answer (a connection gone) must not keep the others waiting.
       }
-    }
-    // Drop the sent entries once they are most of the array, so memory follows what is held.
-    if (this.head === this.queue.length || (this.head > 1024 && this.head * 2 > this.queue.length)) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
     }
   }
 }

@@ -3,9 +3,10 @@
 // longer: answered late, or not before its client gives up. The signal is that queue delay, measured: the longest any
 // request the writer holds has waited on something other than its own rows (its wait for a commit to begin, and its
 // commit's time beyond its own rows' share: a 1000-event batch takes tens of milliseconds to commit on an idle
-// database), plus how late the main thread runs (the event loop's delay, and the wait of the oldest body queued to be
-// parsed: src/worker/inline-queue.ts). It rises for every way of falling behind (more traffic, a slow disk, a
-// checkpoint, a failover) and needs no tuning to the machine, unlike a count of connections or of requests in flight.
+// database), plus how late the main thread runs (the larger of the event loop's delay and the wait of the oldest body
+// queued to be parsed: src/worker/inline-queue.ts). It rises for every way of falling behind (more traffic, a slow
+// disk, a checkpoint, a failover) and needs no tuning to the machine, unlike a count of connections or of requests in
+// flight.
 // (The main thread's part counts only while requests are in hand, and judges only requests of a known project; the
 // bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.)
 // While it is past the bound, ingestion requests are answered 503 with Retry-After from the HTTP front before
@@ -34,7 +35,7 @@ interface ShedSignals {
   queueDelayMs(): number;
   /** Whether requests are in hand: bodies waiting to be parsed, or requests the writer holds. */
   inHand(): boolean;
-  /** In ms: how late the main thread runs (the event loop's delay plus the inline queue's wait). */
+  /** In ms: how late the main thread runs (the larger of the event loop's delay and the inline queue's wait). */
   loopDelayMs(): number;
   /** Whether a project holds at least an equal share of the request data in hand. */
   holdsShare(projectId: string): boolean;
@@ -73,10 +74,11 @@ export class LoadShedder {
     const sinceLast = now - this.lastArrival;
     this.lastArrival = now;
     const knownFraction = this.countArrival(now, keyed, projectId !== null);
-    const queue = this.signals.queueDelayMs();
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
-    // and shedding would spare nobody anything.
-    if (!this.signals.inHand() || queue + this.signals.loopDelayMs() * knownFraction <= this.maxDelayMs) {
+    // and shedding would spare nobody anything (and the writer's delay is 0).
+    const inHand = this.signals.inHand();
+    const queue = inHand ? this.signals.queueDelayMs() : 0;
+    if (!inHand || queue + this.signals.loopDelayMs() * knownFraction <= this.maxDelayMs) {
       this.overSince = null;
       if (this.shedding) {
         this.shedding = false;

@@ -6,13 +6,17 @@
 // In make bench's overload, shed answers timed from when the request was written: p50 27-30 -> 7-8 ms, p99 62-113 ->
 // 36-50 ms. Bodies of known senders are bounded by the body budget (MAX_INFLIGHT_BODY_BYTES) and the rate limits; those
 // read before their sender is known, by INITDATA_VERIFY_QUEUE, as the worker pool's lane for the same work.
+import { Fifo } from '../cache/fifo.js';
 import { PoolOverloaded } from './errors.js';
 
 const SLICE_MS = 2;
-/** While both wait, work before authentication gets at most this share of the main thread's time: served, never first. */
+/** While both wait, work before authentication gets at most this share of the main thread's time: served, not first. */
 const UNKNOWN_SHARE = 0.25;
-/** A body before authentication waiting longer is refused unparsed (as the worker lane's wait): its client has likely left. */
-const UNKNOWN_MAX_WAIT_MS = 3000;
+/**
+ * Work before authentication waiting longer is refused, here and in the worker pool's lane (503): its client has likely
+ * given up.
+ */
+export const UNAUTHENTICATED_MAX_WAIT_MS = 3000;
 
 interface Job {
   work: () => unknown;
@@ -21,42 +25,11 @@ interface Job {
   queuedAt: number;
 }
 
-/** A FIFO that forgets what it served. */
-class Fifo {
-  private jobs: (Job | undefined)[] = [];
-  private head = 0;
-
-  get length(): number {
-    return this.jobs.length - this.head;
-  }
-
-  get first(): Job | undefined {
-    return this.jobs[this.head];
-  }
-
-  push(job: Job): void {
-    this.jobs.push(job);
-  }
-
-  shift(): Job {
-    const job = this.jobs[this.head]!;
-    this.jobs[this.head++] = undefined;
-    if (this.head === this.jobs.length) {
-      this.jobs = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.jobs.length) {
-      this.jobs = this.jobs.slice(this.head);
-      this.head = 0;
-    }
-    return job;
-  }
-}
-
 export class InlineQueue {
   /** Bodies of a sender already known (bot_api after its key; webapp after its initData). */
-  private readonly known = new Fifo();
+  private readonly known = new Fifo<Job>();
   /** Bodies read before their sender is known (a webapp body's envelope): nobody answers for this work. */
-  private readonly unknown = new Fifo();
+  private readonly unknown = new Fifo<Job>();
   /** Time (ms) spent on each queue since both last waited together: the share is of time, not of jobs. */
   private spentKnown = 0;
   private spentUnknown = 0;
@@ -101,10 +74,13 @@ export class InlineQueue {
     return this.unknown.length;
   }
 
-  /** The next job to run: a known sender's, unless none waits or work before authentication is under its share. */
-  private next(): { job: Job; known: boolean } | null {
+  /**
+   * The queue to serve next (`now`: the clock's last reading): known senders', unless none waits or work before
+   * authentication is under its share.
+   */
+  private nextQueue(now: number): Fifo<Job> | null {
+    const { known, unknown } = this;
     for (;;) {
-      const { known, unknown } = this;
       if (known.length === 0 || unknown.length === 0) {
         this.spentKnown = 0;
         this.spentUnknown = 0;
@@ -113,29 +89,29 @@ export class InlineQueue {
         unknown.length > 0 &&
         (known.length === 0 || this.spentUnknown < UNKNOWN_SHARE * (this.spentKnown + this.spentUnknown))
       ) {
-        const job = unknown.shift();
-        if (this.now() - job.queuedAt <= UNKNOWN_MAX_WAIT_MS) return { job, known: false };
-        job.reject(new PoolOverloaded());
+        if (now - unknown.first!.queuedAt <= UNAUTHENTICATED_MAX_WAIT_MS) return unknown;
+        unknown.shift().reject(new PoolOverloaded());
         continue;
       }
-      return known.length > 0 ? { job: known.shift(), known: true } : null;
+      return known.length > 0 ? known : null;
     }
   }
 
   private readonly drain = (): void => {
-    const until = this.now() + SLICE_MS;
-    for (;;) {
-      const next = this.next();
-      if (next === null) break;
-      const started = this.now();
+    let at = this.now();
+    const until = at + SLICE_MS;
+    for (let queue = this.nextQueue(at); queue !== null; queue = this.nextQueue(at)) {
+      const job = queue.shift();
       try {
-        next.job.resolve(next.job.work());
+        job.resolve(job.work());
       } catch (err) {
-        next.job.reject(err);
+        job.reject(err);
       }
+      // One clock reading a job: where this one ended, the next begins.
       const ended = this.now();
-      if (next.known) this.spentKnown += ended - started;
-      else this.spentUnknown += ended - started;
+      if (queue === this.known) this.spentKnown += ended - at;
+      else this.spentUnknown += ended - at;
+      at = ended;
       if (ended >= until) break;
     }
     if (this.known.length + this.unknown.length > 0) setImmediate(this.drain);

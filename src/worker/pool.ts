@@ -12,7 +12,7 @@
 // wait in a second, small queue that the lane serves only when nothing else waits.
 import { Piscina } from 'piscina';
 import { PoolOverloaded, TaskFailed } from './errors.js';
-import { InlineQueue } from './inline-queue.js';
+import { InlineQueue, UNAUTHENTICATED_MAX_WAIT_MS } from './inline-queue.js';
 import type { UserSeen } from '../model.js';
 import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson } from '../pipeline/decode.js';
@@ -83,8 +83,6 @@ export interface PoolOptions {
   envelopeMaxBytes: number;
 }
 
-/** How long a task may wait for the unauthenticated lane: past it, 503 (its client has likely given up). */
-const LANE_MAX_WAIT_MS = 3000;
 /** One freed slot in this many goes to the low-priority queue when both wait: it is served last, never never. */
 const LOW_EVERY = 4;
 
@@ -146,7 +144,7 @@ export class Lane {
         timer: setTimeout(() => {
           queue.splice(queue.indexOf(waiter), 1);
           reject(new PoolOverloaded());
-        }, LANE_MAX_WAIT_MS),
+        }, UNAUTHENTICATED_MAX_WAIT_MS),
       };
       queue.push(waiter);
     });

@@ -97,7 +97,7 @@ interface Slot {
   busy: boolean;
   /** While busy: when its commit began. */
   startedAt: number;
-  /** While busy: the batch's oldest request and its smallest, the two that have waited longest on others' rows. */
+  /** While busy: the batch's oldest request and its smallest, as a rule the two that waited longest on others' rows. */
   oldest: Member;
   smallest: Member;
   /** While busy: the batch's rows. */
@@ -190,7 +190,8 @@ export class GroupCommitWriter implements EventSink {
    * The writer's queue delay (ms): the longest any request it holds has waited on something other than its own rows,
    * the signal load shedding reads. That is its wait for a commit to begin and, once its batch commits, the commit's
    * time but its own rows' share of it, up to OWN_ROW_MS a row. Of a batch being committed, the oldest request and the
-   * smallest are read: between them they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS). So a
+   * smallest are read: as a rule they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS; a small request
+   * that came late in the gathering can have waited a little longer, and reads a little low). So a
    * 1000-event batch, ~40 ms to commit on an idle database, does not read as a backlog, while a small request in a
    * batch swollen by hundreds of others waits on every one of them, and any commit that stalls (a lock, a failover)
    * soon counts whole. Under normal load it stays within BATCH_MAX_WAIT_MS plus a few ms; it grows when the database
@@ -279,6 +280,7 @@ export class GroupCommitWriter implements EventSink {
       }
       const batch: Pending[] = [];
       let rows = 0;
+      let oldest: Member | null = null;
       let smallest: Member | null = null;
       while (
         this.queue.length > 0 &&
@@ -288,16 +290,18 @@ export class GroupCommitWriter implements EventSink {
         const r = rowsOf(p.req);
         rows += r;
         batch.push(p);
-        if (smallest === null || r < smallest.rows) smallest = { enqueuedAt: p.enqueuedAt, rows: r };
+        const member = { enqueuedAt: p.enqueuedAt, rows: r };
+        oldest ??= member;
+        if (smallest === null || r < smallest.rows) smallest = member;
       }
       this.waitingRows -= rows;
       slot.busy = true;
       slot.startedAt = performance.now();
       slot.rows = rows;
-      slot.oldest = { enqueuedAt: batch[0]!.enqueuedAt, rows: rowsOf(batch[0]!.req) };
+      slot.oldest = oldest!;
       slot.smallest = smallest!;
       void this.runBatch(slot, batch).finally(() => {
-        this.heldRows -= rows;
+        this.heldRows -= slot.rows;
         slot.busy = false;
         this.kick();
         this.notifyIdle();
