@@ -21,9 +21,12 @@ export async function reports50m(
   // was empty, and the preload wrote the past since).
   await db.sql`TRUNCATE report_day_types, report_days, report_active, report_users, report_payments,
                         report_revenue_days, report_campaign_days, report_campaign_revenue`;
+  // A rebuild from the events (docs/operations.md): everything up to now is read from the table, and the summaries
+  // of commits up to now go, their events with the rest.
   await db.sql.begin(async (tx) => {
     await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
-    await tx`UPDATE report_watermark SET received_before = '-infinity'`;
+    await tx`UPDATE report_watermark SET received_before = '-infinity', summaries_since = now()`;
+    await tx`DELETE FROM report_summaries`;
   });
   const aggregator = new ReportAggregator(db.sql, { everyMs: 1000, lagMs: 0 }, createLogger('error'));
   const started = performance.now();

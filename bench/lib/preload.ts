@@ -6,6 +6,7 @@
 // row at a time (a fresh build packs them to 90%, and the benchmark would then measure the page
 // splits of a table that was just bulk-loaded rather than one that grew). The events are visits of 10 million
 // users, with campaigns, payments and refunds among them, for the reports of reports-50m.
+import { FOLD_VERSION } from '../../src/reports/aggregator.js';
 import type { Database } from './env.js';
 
 /** Distinct users of the preloaded events: each visit of PER_VISIT events is a user's (reports-50m). */
@@ -29,7 +30,7 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
       // fifty (k = 2), refunded for one in a thousand by the event before it (k = 3); the rest are screen views.
       await db.sql`
         INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id, origin, channel,
-                            text, props_string, props_long, props_float, props_bool, tg, billed)
+                            text, props_string, props_long, props_float, props_bool, tg, billed, summarized)
         SELECT ${projectId}, ${botId}, gen_random_uuid(),
                (ARRAY['screen_view', 'command', 'successful_payment', 'refunded_payment'])[k + 1],
                (ARRAY['interaction', 'message', 'payment', 'payment'])[k + 1],
@@ -41,7 +42,7 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
                  ELSE jsonb_build_object('currency', (ARRAY['XTR', 'USD'])[1 + ud % 2], 'total_amount', 100 + ud % 900,
                                          'telegram_payment_charge_id', 'ch' || (i + k - 2))
                END,
-               true
+               true, true
         FROM (
           SELECT i, ud, t,
                  CASE WHEN i % ${PER_VISIT} = 0 AND (ud * 7919) % 5 = 0 THEN 1
@@ -60,6 +61,12 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
     );
     offset += perMonth;
   }
+  // History from before report summaries (as after an upgrade): the aggregator reads it from the table
+  // (summarized = true keeps it out of the partial index of rows no summary holds).
+  await db.sql.begin(async (tx) => {
+    await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
+    await tx`UPDATE report_watermark SET summaries_since = now()`;
+  });
   await db.sql`VACUUM ANALYZE events`;
   // The load's WAL is flushed before measuring, not by a checkpoint in the middle of it.
   await db.sql`CHECKPOINT`;

@@ -6,6 +6,7 @@ import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
 import type { StoredBatch } from '../writer/sink.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
 import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';
+import { SummaryWriter } from './summary.js';
 import { diagnosticId, normalizeEvent } from './event.js';
 import { checkPlan, type PlanRef } from './plans.js';
 import { parseUuid } from './ids.js';
@@ -126,13 +127,15 @@ function runEvents(
   webappUserId: string | null,
   diag: DiagnosticSink,
   sizeHint: number,
-  /** webapp: what the signed initData says of the session, stored as the events' tg section. */
-  webappTg: string | null = null,
+  /** webapp: the campaign the signed initData names (start_param), stored as the events' tg section. */
+  webappStartParam: string | null = null,
 ) {
+  const webappTg = webappStartParam ? JSON.stringify({ start_param: webappStartParam }) : null;
   const seen = new Set<string>();
   const userIds = new Set<string>();
   const actions: ActionRef[] = [];
   const rows = new RowBuffer(sizeHint);
+  const summary = new SummaryWriter(ctx.projectId, ctx.receivedAt, events.length);
   const quarantine = new RowBuffer(0);
   const quarantineCodes: Record<string, number> = {};
   const live: LiveEvent[] | null = (ctx.liveSample ?? 0) > 0 ? [] : null;
@@ -226,15 +229,28 @@ function runEvents(
     if (webappUserId !== null) {
       ev.platformUserId = webappUserId;
       ev.tg = webappTg;
+      ev.startParam = webappTg === null ? null : webappStartParam;
     }
     accepted++;
     userIds.add(ev.platformUserId!);
-    rows.push(eventRow(ctx, ev));
+    rows.push(eventRow(ctx, ev, summary.add(ev)));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
     if (dueRecheck(ev.eventDate)) recheck.push(eventId);
     watch(raw, 'accepted', diagnostics, ev);
   }
-  return { accepted, rejected, duplicated, rows, actions, userIds, quarantine, quarantineCodes, live, recheck };
+  return {
+    accepted,
+    rejected,
+    duplicated,
+    rows,
+    summary,
+    actions,
+    userIds,
+    quarantine,
+    quarantineCodes,
+    live,
+    recheck,
+  };
 }
 
 function finish(
@@ -253,6 +269,7 @@ function finish(
     diagnosticCounts: diag.counts,
     rows: r.rows.bytes(),
     rowCount: r.rows.rows,
+    summary: r.summary.bytes(),
     actions: r.actions,
     userIds: [...r.userIds],
     profiles,
@@ -312,8 +329,14 @@ export function processWebappBatch(events: unknown, ctx: BatchContext, user: Use
   if (bad !== null) return { ok: false, refusal: bad };
   const diag = new DiagnosticSink();
   // A mini-app opened through a link with startapp: the campaign, signed by the messenger, on every event.
-  const tg = user.startParam ? JSON.stringify({ start_param: user.startParam }) : null;
-  const r = runEvents(events as unknown[], ctx, user.id, diag, sizeHint(events as unknown[], bodyBytes), tg);
+  const r = runEvents(
+    events as unknown[],
+    ctx,
+    user.id,
+    diag,
+    sizeHint(events as unknown[], bodyBytes),
+    user.startParam ?? null,
+  );
   return { ok: true, batch: finish(diag, r, isSuppressed(ctx.suppressed, user.id) ? [] : [user], null) };
 }
 

@@ -24,12 +24,12 @@ export interface RowContext {
   channel: Channel;
 }
 
-/** One row of COPY text, newline included. */
-export function eventRow(ctx: RowContext, ev: NormalizedEvent): string {
+/** One row of COPY text, newline included; `summarized`: the request's report summary holds it (summary.ts). */
+export function eventRow(ctx: RowContext, ev: NormalizedEvent, summarized: boolean): string {
   return (
     `${ctx.projectId}\t${ctx.botId}\t${ev.eventId}\t${copyText(ev.eventName)}\t${ev.eventType}\t${ev.eventDate}\t${ctx.receivedAt}\t` +
     `${ev.platformUserId ?? '\\N'}\t${ev.origin}\t${ctx.channel}\t${ev.text === null ? '\\N' : copyText(ev.text)}\t` +
-    `${copyJson(ev.propsString)}\t${copyJson(ev.propsLong)}\t${copyJson(ev.propsFloat)}\t${copyJson(ev.propsBool)}\t${copyJson(ev.tg)}\tt\n`
+    `${copyJson(ev.propsString)}\t${copyJson(ev.propsLong)}\t${copyJson(ev.propsFloat)}\t${copyJson(ev.propsBool)}\t${copyJson(ev.tg)}\tt\t${summarized ? 't' : 'f'}\n`
   );
 }
 

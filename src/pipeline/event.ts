@@ -45,6 +45,8 @@ export interface NormalizedEvent {
   propsBool: string | null;
   /** The promoted "$tg" section as JSON text. */
   tg: string | null;
+  /** tg.start_param when the tg section holds it: the campaign the reports file the user under. */
+  startParam: string | null;
   actionKey: string | null;
   /**
    * The kept properties as objects, by bucket and with their names as sent; built only for a tracking plan to check.
@@ -247,6 +249,7 @@ export function normalizeEvent(
     propsFloat: null,
     propsBool: null,
     tg: null,
+    startParam: null,
     actionKey: null,
     props: withProps ? {} : null,
   };
@@ -333,6 +336,7 @@ function collectProps(
           const want = TG_REGISTRY[field]!;
           if (want === bucket.type) {
             tg += `${tg === '' ? '' : ','}"${field}":${jsonValue(bucket.type, value)}`;
+            if (field === 'start_param') out.startParam = value as string;
             if (ACTION_FIELDS.has(field)) (action ??= {})[field] = value;
             continue;
           }

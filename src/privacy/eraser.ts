@@ -6,11 +6,15 @@
 import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Logger } from '../log.js';
+import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
 import { USER_IN_QUARANTINE } from './store.js';
 
 const LOCK_KEY = 7_240_311_913;
 /** Quarantined events examined per step: each is at most 64 KiB of JSON. */
 const QUARANTINE_SLICE = 1000;
+/** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
+const SUMMARIES_SLICE = 256;
+const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
 /** Days of report_active per step, each read by primary-key probes. */
 const REPORT_DAYS_SLICE = 31;
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
@@ -23,6 +27,7 @@ type Step =
   | { phase: 'events'; part: string; block: number }
   | { phase: 'users' }
   | { phase: 'quarantine'; after: number }
+  | { phase: 'summaries'; after: string; until: string | null }
   | { phase: 'reports' }
   | { phase: 'report_active'; day: string | null };
 
@@ -197,17 +202,58 @@ export class Eraser {
           RETURNING 1
         )
         SELECT (SELECT max(id) FROM slice)::text AS last, (SELECT count(*) FROM gone)::int AS gone`;
-      const next: Step = r!.last === null ? { phase: 'reports' } : { phase: 'quarantine', after: Number(r!.last) };
+      const next: Step =
+        r!.last === null
+          ? { phase: 'summaries', after: '0', until: null }
+          : { phase: 'quarantine', after: Number(r!.last) };
       return void (await move(next, { quarantine: r!.gone }));
     }
+    // The report steps run after any fold still running (it may have read their events before they were deleted). A
+    // fold holds the lock for one window, and a waiter is served before the aggregator's next try: waiting past the
+    // step's lock timeout is safe here, and failing for it would spend the erasure's attempts on a lock about to be
+    // free.
+    await tx`SET LOCAL lock_timeout = '60s'`;
+    await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+    await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
+    if (s.phase === 'summaries') {
+      // The report summaries of commits not folded yet name them too (src/pipeline/summary.ts): their records go, or
+      // a later fold would count them again. Those that exist now, a few MiB a step; user ids past 2^53 are never in
+      // one.
+      const until =
+        s.until ??
+        (await tx<{ max: string | null }[]>`SELECT max(summary_id)::text AS max FROM report_summaries`)[0]!.max;
+      const rows =
+        until === null
+          ? []
+          : await tx<{ id: string; summary: Buffer }[]>`
+              WITH slice AS (
+                SELECT summary_id, sum(octet_length(summary)) OVER (ORDER BY summary_id) AS upto
+                FROM report_summaries WHERE summary_id > ${s.after}::bigint AND summary_id <= ${until}::bigint
+                ORDER BY summary_id LIMIT ${SUMMARIES_SLICE}
+              )
+              SELECT r.summary_id::text AS id, r.summary FROM slice JOIN report_summaries r USING (summary_id)
+              WHERE slice.upto <= ${SUMMARIES_SLICE_BYTES} OR slice.summary_id = (SELECT min(summary_id) FROM slice)
+              ORDER BY r.summary_id`;
+      const users = new Set(ids.map(Number).filter(Number.isSafeInteger));
+      for (const r of rows) {
+        let kept: Uint8Array | null;
+        try {
+          kept = withoutUsers(r.summary, j.project_id, users);
+        } catch (err) {
+          // Unreadable, it could never be counted: gone, as the aggregator would drop it.
+          if (!(err instanceof SummaryFormatError)) throw err;
+          this.log.error({ summaryId: r.id, err: err.message }, 'an unreadable report summary was deleted');
+          kept = null;
+        }
+        if (kept === null) await tx`DELETE FROM report_summaries WHERE summary_id = ${r.id}::bigint`;
+        else if (kept.byteLength !== r.summary.byteLength)
+          await tx`UPDATE report_summaries SET summary = ${Buffer.from(kept)} WHERE summary_id = ${r.id}::bigint`;
+      }
+      const next: Step =
+        rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
+      return void (await move(next));
+    }
     if (s.phase === 'reports') {
-      // After any fold still running (it may have read their events before they were deleted): a later one
-      // cannot see them. A fold holds the lock for one window, and a waiter is served before the aggregator's next
-      // try: waiting past the step's lock timeout is safe here, and failing for it would spend the erasure's attempts
-      // on a lock about to be free.
-      await tx`SET LOCAL lock_timeout = '60s'`;
-      await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
-      await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
       // Who they were to the reports: first day and campaign, payments. The counts stay, as usage does.
       await tx`DELETE FROM report_users WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
       await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;

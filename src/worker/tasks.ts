@@ -259,14 +259,18 @@ export function moveTask(task: Task): ArrayBuffer[] {
   return [task.body.buffer as ArrayBuffer];
 }
 
-/** Makes a result's buffers (rows and quarantine) movable; returns the memory to transfer with them. */
+/** Makes a result's buffers (rows, report summary and quarantine) movable; returns the memory to transfer with them. */
 export function moveResult(r: TaskResult): ArrayBuffer[] {
   if (!('ok' in r) || !r.ok || !('batch' in r)) return [];
   r.batch.rows = movable(r.batch.rows);
   const out = [r.batch.rows.buffer as ArrayBuffer];
-  if (r.batch.quarantine.byteLength > 0) {
-    r.batch.quarantine = movable(r.batch.quarantine);
-    if (r.batch.quarantine.buffer !== r.batch.rows.buffer) out.push(r.batch.quarantine.buffer as ArrayBuffer);
-  }
+  const add = (view: Uint8Array) => {
+    if (view.byteLength === 0) return view;
+    const moved = movable(view);
+    if (!out.includes(moved.buffer as ArrayBuffer)) out.push(moved.buffer as ArrayBuffer);
+    return moved;
+  };
+  r.batch.summary = add(r.batch.summary);
+  r.batch.quarantine = add(r.batch.quarantine);
   return out;
 }

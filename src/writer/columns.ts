@@ -22,6 +22,8 @@ export const EVENT_COLUMNS = [
   'props_bool',
   'tg',
   'billed',
+  // Whether the commit's report summary holds the row (src/pipeline/summary.ts): the aggregator reads the others.
+  'summarized',
 ] as const;
 
 /** Column order of every COPY into `quarantine`. */

@@ -18,6 +18,11 @@ export interface StoredBatch {
   /** COPY text of every accepted event (billed = t). */
   rows: Uint8Array;
   rowCount: number;
+  /**
+   * What the rows add to the reports (src/pipeline/summary.ts), stored with the commit for the report aggregator; rows
+   * it leaves out say summarized = false.
+   */
+  summary: Uint8Array;
   actions: ActionRef[];
   /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
   userIds: string[];

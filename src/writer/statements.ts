@@ -6,6 +6,8 @@ import type { BotSnapshot, UserSeen } from '../model.js';
 import { EVENT_COLUMNS, QUARANTINE_COLUMNS } from './columns.js';
 
 const COLS = EVENT_COLUMNS.join(', ');
+/** Rows moved in from the staging table are read by the report aggregator from the table: no summary holds them. */
+const STAGED_COLS = EVENT_COLUMNS.map((c) => (c === 'summarized' ? 'false' : c)).join(', ');
 export const COPY_EVENTS = `COPY events (${COLS}) FROM STDIN`;
 export const BEGIN_COPY_EVENTS = `BEGIN; ${COPY_EVENTS}`;
 export const COPY_QUARANTINE = `COPY quarantine (${QUARANTINE_COLUMNS.join(', ')}) FROM STDIN`;
@@ -216,7 +218,7 @@ export function insertStagedSql(bounds: number[], since: string): string {
       SELECT DISTINCT ON (project_id, event_id) * FROM ingest_staging ORDER BY project_id, event_id, ord
     ), ins AS (
       INSERT INTO events (${COLS})
-      SELECT ${COLS} FROM firsts f
+      SELECT ${STAGED_COLS} FROM firsts f
       WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = f.project_id AND e.event_id = f.event_id AND e.received_at >= ${since})
       ORDER BY project_id, event_id
       ON CONFLICT DO NOTHING
@@ -225,6 +227,15 @@ export function insertStagedSql(bounds: number[], since: string): string {
     SELECT width_bucket(f.ord, ${sqlArray(bounds, 'bigint')}) - 1 AS req, count(*)::int AS inserted
     FROM ins JOIN firsts f USING (project_id, event_id)
     GROUP BY 1`;
+}
+
+/**
+ * The report summaries of a commit's requests (src/pipeline/summary.ts), one row for the commit, spanning their
+ * receipt times. Only a commit whose rows all went in by the plain COPY writes one: each of its rows is new.
+ */
+export function insertSummarySql(sections: readonly Uint8Array[], received: ReceivedRange): string {
+  const hex = Buffer.concat(sections).toString('hex');
+  return `INSERT INTO report_summaries (received_from, received_to, summary) VALUES ('${received.from}', '${received.to}', '\\x${hex}')`;
 }
 
 export interface UserRow extends UserSeen {

@@ -10,6 +10,7 @@ import {
   COPY_QUARANTINE,
   billingSql,
   insertStagedSql,
+  insertSummarySql,
   ledgerSql,
   previousMonthStart,
   receivedRange,
@@ -111,6 +112,16 @@ export async function commitRequests(
   if (userRows.authoritative.length > 0) statements.push(upsertUsersSql(userRows.authoritative, true));
   const bots = latestBots(batch);
   if (bots.length > 0) statements.push(updateBotsSql(bots));
+  if (!staged) {
+    const summarized = batch.filter((r) => r.batch.summary.byteLength > 0);
+    if (summarized.length > 0)
+      statements.push(
+        insertSummarySql(
+          summarized.map((r) => r.batch.summary),
+          receivedRange(summarized.map((r) => r.target.receivedAt)),
+        ),
+      );
+  }
   statements.push('COMMIT');
   const tail = { sql: statements.join(';\n') };
   // Rejected events go to the quarantine in the same transaction as the rows.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { REPORTS_FOLD_LOCK } from '../../src/db/locks.js';
+import { readSummary } from '../../src/pipeline/summary.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
@@ -357,6 +358,60 @@ describe('erasure', () => {
     expect((await admin(srv.url, 'GET', `${base}/erasures/not-an-id`)).status).toBe(404);
     expect((await admin(srv.url, 'GET', `${base}/users/abc/export`)).status).toBe(400);
     expect((await admin(srv.url, 'GET', `/admin/projects/${randomUUID()}/erasures`)).status).toBe(404);
+  });
+});
+
+describe('erasure before the reports fold', () => {
+  it("takes the user out of the commits' report summaries still waiting for the fold: the fold after it counts the others", async () => {
+    const d = await createTestDatabase();
+    // Folding once at start, then hourly: the summaries of this test's commits wait.
+    let a = await startServer(d.url, { ...env, REPORTS_EVERY_MS: '3600000' });
+    try {
+      const q = await provision(a.url);
+      const day = '2026-11-12';
+      const start = (user: string) =>
+        serverEvent({
+          platformUserId: user,
+          eventDate: `${day}T10:00:00Z`,
+          eventOrigin: 'platform',
+          eventName: 'command',
+          propsString: { 'tg.command': 'start', 'tg.start_param': `camp_${user}` },
+        });
+      expect((await postBotApi(a.url, q.token, { events: [start('7001'), start('7001'), start('7002')] })).status).toBe(
+        202,
+      );
+      const summarized = async () => {
+        const users: number[] = [];
+        for (const { summary } of await d.sql<{ summary: Buffer }[]>`SELECT summary FROM report_summaries`)
+          readSummary(
+            summary,
+            () => true,
+            (user) => users.push(user),
+          );
+        return users.sort();
+      };
+      expect(await summarized()).toEqual([7001, 7001, 7002]);
+      const r = await admin(a.url, 'POST', `/admin/projects/${q.projectId}/erasures`, { userIds: ['7001'] });
+      const status = async () =>
+        (await admin(a.url, 'GET', `/admin/projects/${q.projectId}/erasures/${r.body.erasureId}`)).body.status;
+      await expect.poll(status, { timeout: 30_000 }).toBe('done');
+      expect(await summarized()).toEqual([7002]);
+
+      await a.stop();
+      a = await startServer(d.url, env);
+      const report = async (name: string) =>
+        (await admin(a.url, 'GET', `/admin/projects/${q.projectId}/reports/${name}?from=${day}&to=${day}`)).body;
+      await expect
+        .poll(async () => (await report('daily'))[0], { timeout: 10_000 })
+        .toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
+      expect(await report('campaigns')).toMatchObject([{ campaign: 'camp_7002', newUsers: 1, activeUsers: 1 }]);
+      expect(await d.sql`SELECT user_id::text AS u FROM report_users WHERE project_id = ${q.projectId}`).toEqual([
+        { u: '7002' },
+      ]);
+    } finally {
+      await a.stop();
+      await d.drop();
+    }
   });
 });
 

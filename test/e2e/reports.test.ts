@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
+import { FOLD_VERSION } from '../../src/reports/aggregator.js';
 import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -346,6 +347,46 @@ describe('reports', () => {
     await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
   });
 
+  it('counts rows no report summary holds as it counts the others: a commit through the staging table, a row by hand', async () => {
+    const other = await provision(srv.url);
+    const day = '2026-11-08';
+    const first = ev('6001', `${day}T10:00:00Z`);
+    expect((await postBotApi(srv.url, other.token, { events: [first] })).status).toBe(202);
+    // Part redelivered: the writer's COPY meets the stored row and moves the request in through its staging table.
+    const fresh = ev('6002', `${day}T11:00:00Z`);
+    expect((await postBotApi(srv.url, other.token, { events: [first, fresh] })).status).toBe(202);
+    await db.sql`
+      INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                          platform_user_id, origin, channel, billed)
+      VALUES (${other.projectId}, ${other.botId}, ${randomUUID()}, 'message_received', 'message',
+              ${`${day}T12:00:00Z`}, now(), 6003, 'custom', 'bot_api', true)`;
+    expect(
+      await db.sql`SELECT platform_user_id::text AS user, summarized FROM events
+        WHERE project_id = ${other.projectId} ORDER BY 1`,
+    ).toEqual([
+      { user: '6001', summarized: true },
+      { user: '6002', summarized: false },
+      { user: '6003', summarized: false },
+    ]);
+    const daily = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=${day}&to=${day}`)).body[0];
+    await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 3, activeUsers: 3, newUsers: 3 });
+  });
+
+  it('keeps folding after a summary it cannot read (a hand edit): deleted and logged, the other events counted', async () => {
+    const other = await provision(srv.url);
+    const [bad] = await db.sql<{ id: string }[]>`
+      INSERT INTO report_summaries (received_from, received_to, summary) VALUES (now(), now(), '\x02ff')
+      RETURNING summary_id::text AS id`;
+    expect((await postBotApi(srv.url, other.token, { events: [ev('6101', '2026-11-10T10:00:00Z')] })).status).toBe(202);
+    const daily = async () =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-10&to=2026-11-10`))
+        .body[0];
+    await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
+    expect(await db.sql`SELECT 1 FROM report_summaries WHERE summary_id = ${bad!.id}::bigint`).toHaveLength(0);
+    expect(srv.output.some((l) => l.includes('an unreadable report summary was deleted'))).toBe(true);
+  });
+
   it('answers CSV with the same numbers', async () => {
     const r = await fetch(
       `${srv.url}/admin/projects/${p.projectId}/reports/daily?from=2026-11-01&to=2026-11-02&format=csv`,
@@ -393,3 +434,34 @@ async function campaign(user: string): Promise<[string | null, string | null] | 
     SELECT first_campaign AS f, last_campaign AS l FROM report_users WHERE project_id = ${p.projectId} AND user_id = ${user}`;
   return r === undefined ? null : [r.f, r.l];
 }
+
+describe('reports after an upgrade', () => {
+  it('reads the events stored before report summaries began from the table, and the later ones from summaries', async () => {
+    const d = await createTestDatabase();
+    let s = await startServer(d.url);
+    try {
+      const q = await provision(s.url);
+      await s.stop();
+      // Rows as an older build left them: no summary, and summarized reads true for rows stored before the column.
+      await d.sql`
+        INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                            platform_user_id, origin, channel, billed, summarized)
+        SELECT ${q.projectId}, ${q.botId}, gen_random_uuid(), 'message_received', 'message', '2026-11-09T10:00:00Z',
+               now(), 8000 + g, 'custom', 'bot_api', true, true
+        FROM generate_series(1, 3) g`;
+      await d.sql.begin(async (tx) => {
+        await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
+        await tx`UPDATE report_watermark SET summaries_since = now() + interval '1 millisecond'`;
+      });
+      s = await startServer(d.url);
+      expect((await postBotApi(s.url, q.token, { events: [ev('8004', '2026-11-09T11:00:00Z')] })).status).toBe(202);
+      const daily = async () =>
+        (await admin(s.url, 'GET', `/admin/projects/${q.projectId}/reports/daily?from=2026-11-09&to=2026-11-09`))
+          .body[0];
+      await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 4, activeUsers: 4, newUsers: 4 });
+    } finally {
+      await s.stop();
+      await d.drop();
+    }
+  });
+});

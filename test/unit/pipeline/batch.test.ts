@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { processBotApiBatch, processWebappBatch, type BatchResult } from '../../../src/pipeline/batch.js';
+import { readSummary } from '../../../src/pipeline/summary.js';
 
 const ctx = {
   projectId: '11111111-1111-1111-1111-111111111111',
@@ -112,11 +113,27 @@ describe('processBotApiBatch: rows', () => {
     const b = ok({ events: [ev({ eventName: 'a\tb\nc\\d', text: 'line1\r\nline2', propsString: { k: 'v\\"\t' } })] });
     const [row] = rows(b);
     const cols = row!.split('\t');
-    expect(cols).toHaveLength(17);
+    expect(cols).toHaveLength(18);
     expect(cols[3]).toBe('a\\tb\\nc\\\\d');
     expect(cols[10]).toBe('line1\\r\\nline2');
     expect(cols[11]).toBe('{"k":"v\\\\\\\\\\\\"\\\\t"}');
     expect(cols[16]).toBe('t');
+    // Summarized: the request's report summary holds it.
+    expect(cols[17]).toBe('t');
+  });
+
+  it('summarizes the rows it stores for the reports, and marks the one it cannot (a user id past 2^53)', () => {
+    const b = ok({
+      events: [ev({ platformUserId: '42' }), ev({ platformUserId: '9007199254740993' }), ev({ platformUserId: 'x' })],
+    });
+    expect(rows(b).map((r) => r.split('\t')[17])).toEqual(['t', 'f']);
+    const users: number[] = [];
+    readSummary(
+      b.summary,
+      () => true,
+      (user) => users.push(user),
+    );
+    expect(users).toEqual([42]);
   });
 
   it('lists the events that carry a messenger action for the writer to bill', () => {

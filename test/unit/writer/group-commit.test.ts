@@ -26,6 +26,7 @@ const request = (botId: string, rows = 1): WriteRequest => ({
   batch: {
     rows: new Uint8Array(0),
     rowCount: rows,
+    summary: new Uint8Array(0),
     actions: [],
     userIds: [],
     profiles: [],

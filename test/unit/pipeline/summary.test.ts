@@ -1,0 +1,201 @@
+// A commit's report summary: what it says of each event is what PostgreSQL reads of the stored row (the UTC day
+// above all, checked against a real server), it reads back as written, and bytes it could not have written fail
+// loudly rather than count something.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normalizeDate } from '../../../src/pipeline/dates.js';
+import { EVENT_TYPES } from '../../../src/pipeline/event.js';
+import {
+  readSummary,
+  SUMMARY_TYPES,
+  type SummaryEvent,
+  SummaryFormatError,
+  SummaryWriter,
+  utcDay,
+  withoutUsers,
+} from '../../../src/pipeline/summary.js';
+import { WindowSummaries } from '../../../src/reports/summaries.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
+
+const P1 = '11111111-2222-4333-8444-555555555555';
+const P2 = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+const AT = '2026-11-24T10:00:00.123Z';
+
+const ev = (o: Partial<SummaryEvent> = {}): SummaryEvent => ({
+  eventId: '0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b',
+  eventName: 'screen_view',
+  eventType: 'interaction',
+  eventDate: '2026-11-24T09:00:00Z',
+  platformUserId: '42',
+  startParam: null,
+  ...o,
+});
+
+interface Rec {
+  user: number;
+  day: number;
+  type: string;
+  typeIndex: number;
+  campaign: string | null;
+  paymentId: string | null;
+}
+
+function read(bytes: Uint8Array): { sections: { projectId: string; receivedAt: number }[]; records: Rec[] } {
+  const sections: { projectId: string; receivedAt: number }[] = [];
+  const records: Rec[] = [];
+  readSummary(
+    bytes,
+    (s) => {
+      sections.push({ projectId: s.projectId, receivedAt: s.receivedAt });
+      return true;
+    },
+    (user, day, typeIndex, campaign, paymentId) =>
+      records.push({ user, day, type: SUMMARY_TYPES[typeIndex]!, typeIndex, campaign, paymentId }),
+  );
+  return { sections, records };
+}
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('utcDay', () => {
+  it("is PostgreSQL's (event_date AT TIME ZONE 'UTC')::date for every date the pipeline stores", async () => {
+    const pad = (n: number, w: number) => String(n).padStart(w, '0');
+    const raw = fc.record({
+      y: fc.oneof(fc.integer({ min: 1, max: 9999 }), fc.constantFrom(1, 2, 99, 100, 1600, 1970, 2000, 9999)),
+      mo: fc.integer({ min: 1, max: 12 }),
+      d: fc.integer({ min: 1, max: 31 }),
+      h: fc.constantFrom(0, 1, 12, 22, 23),
+      mi: fc.constantFrom(0, 1, 29, 59),
+      s: fc.constantFrom(0, 59),
+      frac: fc.constantFrom('', '.5', '.999999', '.9999999'),
+      off: fc.constantFrom('Z', '+00:00', '+01:00', '-01:00', '+05:30', '-09:30', '+14:00', '-12:00', '+0530', ''),
+    });
+    const dates = [
+      ...new Set(
+        fc
+          .sample(raw, { numRuns: 3000, seed: 7 })
+          .map((r) =>
+            normalizeDate(
+              `${pad(r.y, 4)}-${pad(r.mo, 2)}-${pad(r.d, 2)}T${pad(r.h, 2)}:${pad(r.mi, 2)}:${pad(r.s, 2)}${r.frac}${r.off}`,
+            ),
+          )
+          .filter((d): d is string => d !== null),
+      ),
+      '0001-01-01T00:30:00+01:00',
+      '9999-12-31T23:59:59.999999-14:00',
+      '2024-02-29T23:30:00-00:30',
+      '1970-01-01T00:00:00Z',
+      '1969-12-31T23:59:59.999999Z',
+    ];
+    expect(dates.length).toBeGreaterThan(2000);
+    const rows = await db.sql<{ d: string; n: number }[]>`
+      SELECT d, ((d::timestamptz AT TIME ZONE 'UTC')::date - '1970-01-01'::date) AS n FROM unnest(${dates}::text[]) AS d`;
+    const wrong = rows.filter((r) => utcDay(r.d) !== r.n).map((r) => `${r.d}: ${utcDay(r.d)} against ${r.n}`);
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe('SummaryWriter and readSummary', () => {
+  it('read back what was written: project, receipt time, user, day, type, campaign and payment id', () => {
+    const w = new SummaryWriter(P1, AT, 2);
+    expect(w.add(ev())).toBe(true);
+    expect(w.add(ev({ platformUserId: null, eventType: 'platform', eventDate: '2026-11-24T23:30:00-01:00' }))).toBe(
+      true,
+    );
+    expect(w.add(ev({ startParam: 'promo_1', eventName: 'successful_payment', eventType: 'payment' }))).toBe(true);
+    expect(
+      w.add(ev({ startParam: 'é'.repeat(300), eventName: 'refunded_payment', platformUserId: '9007199254740991' })),
+    ).toBe(true);
+    const { sections, records } = read(w.bytes());
+    expect(sections).toEqual([{ projectId: P1, receivedAt: Date.parse(AT) }]);
+    const day = Date.UTC(2026, 10, 24) / 86_400_000;
+    expect(records).toEqual([
+      { user: 42, day, type: 'interaction', typeIndex: 1, campaign: null, paymentId: null },
+      { user: Number.NaN, day: day + 1, type: 'platform', typeIndex: 8, campaign: null, paymentId: null },
+      { user: 42, day, type: 'payment', typeIndex: 2, campaign: 'promo_1', paymentId: ev().eventId },
+      { user: 2 ** 53 - 1, day, type: 'interaction', typeIndex: 1, campaign: 'é'.repeat(256), paymentId: ev().eventId },
+    ]);
+  });
+
+  it('leaves out what it cannot hold exactly (a user id past 2^53), and an empty campaign is none', () => {
+    const w = new SummaryWriter(P1, AT, 2);
+    expect(w.add(ev({ platformUserId: '9007199254740993' }))).toBe(false);
+    expect(w.add(ev({ startParam: '' }))).toBe(true);
+    expect(read(w.bytes()).records.map((r) => r.campaign)).toEqual([null]);
+    expect(new SummaryWriter(P1, AT, 1).bytes().byteLength).toBe(0);
+  });
+
+  it('knows every event type the pipeline stores', () => {
+    expect([...SUMMARY_TYPES].sort()).toEqual([...EVENT_TYPES].sort());
+  });
+
+  it('throws SummaryFormatError on bytes it could not have written, never reading past them', () => {
+    const w = new SummaryWriter(P1, AT, 1);
+    w.add(ev({ startParam: 'abc', eventName: 'successful_payment' }));
+    const good = w.bytes();
+    const bad = [
+      good.subarray(0, good.byteLength - 1),
+      good.subarray(0, 10),
+      Uint8Array.from([2, ...good.subarray(1)]),
+      Uint8Array.from(good.map((b, i) => (i === 29 + 12 ? 200 : b))),
+      Uint8Array.from(good.map((b, i) => (i === 29 + 13 ? 7 : b))),
+    ];
+    for (const b of bad) expect(() => read(b)).toThrow(SummaryFormatError);
+  });
+});
+
+describe('withoutUsers', () => {
+  it("drops the users' records of that project only, and says so when nothing is left", () => {
+    const a = new SummaryWriter(P1, AT, 3);
+    a.add(ev({ platformUserId: '1' }));
+    a.add(ev({ platformUserId: '2', startParam: 'x' }));
+    a.add(ev({ platformUserId: null }));
+    const b = new SummaryWriter(P2, AT, 1);
+    b.add(ev({ platformUserId: '1' }));
+    const both = Buffer.concat([a.bytes(), b.bytes()]);
+    const kept = read(withoutUsers(both, P1, new Set([1]))!);
+    expect(kept.sections.map((s) => s.projectId)).toEqual([P1, P2]);
+    expect(kept.records.map((r) => r.user)).toEqual([2, Number.NaN, 1]);
+    expect(withoutUsers(b.bytes(), P2, new Set([1]))).toBeNull();
+  });
+});
+
+describe('WindowSummaries', () => {
+  it('groups the sections received inside the window as the fold does, and skips the others', () => {
+    const at = (ms: number) => new Date(Date.parse(AT) + ms).toISOString();
+    const inside = new SummaryWriter(P1, at(0), 4);
+    inside.add(ev());
+    inside.add(ev());
+    inside.add(ev({ startParam: 'c1' }));
+    inside.add(ev({ eventName: 'successful_payment', eventType: 'payment' }));
+    const later = new SummaryWriter(P1, at(500), 2);
+    later.add(ev());
+    later.add(ev({ startParam: 'c1' }));
+    const outside = new SummaryWriter(P1, at(1000), 1);
+    outside.add(ev());
+    const w = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT) + 999);
+    w.add(Buffer.concat([inside.bytes(), later.bytes(), outside.bytes()]));
+    const r = w.rows();
+    const rows = r.projectIds.map((_, i) => ({
+      type: r.types[i],
+      user: r.users[i],
+      campaign: r.campaigns[i],
+      payment: r.paymentIds[i],
+      n: r.counts[i],
+      first: r.firstAt[i],
+      last: r.lastAt[i],
+    }));
+    expect(w.records).toBe(6);
+    expect(rows).toEqual([
+      { type: 'payment', user: '42', campaign: null, payment: ev().eventId, n: 1, first: null, last: null },
+      { type: 'interaction', user: '42', campaign: null, payment: null, n: 3, first: null, last: null },
+      { type: 'interaction', user: '42', campaign: 'c1', payment: null, n: 2, first: at(0), last: at(500) },
+    ]);
+  });
+});
