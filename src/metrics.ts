@@ -206,7 +206,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'tg_ingest_writer_queue_delay_seconds',
-      help: "The longest any request the writer holds has waited on something other than its own rows (its wait for a connection, and its commit's time beyond its own rows' share, up to 0.1 ms a row); with the main thread's delay, what load shedding reads (SHED_QUEUE_DELAY_MS).",
+      help: "The longest any request the writer holds has waited on something other than its own rows (its wait for a connection, and its commit's time beyond 0.1 ms for each of its own rows); with the main thread's delay, what load shedding reads (SHED_QUEUE_DELAY_MS).",
       registers: [r],
       collect() {
         this.set(probes.writerQueueDelayMs() / 1000);

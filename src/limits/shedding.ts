@@ -2,7 +2,7 @@
 // then the inline queue for the main thread, in the writer for a database connection) and every one of them waits
 // longer: answered late, or not before its client gives up. The signal is that queue delay, measured: the longest any
 // request the writer holds has waited on something other than its own rows (its wait for a commit to begin, and its
-// commit's time beyond its own rows' share: a 1000-event batch takes tens of milliseconds to commit on an idle
+// commit's time beyond its own rows' allowance: a 1000-event batch takes tens of milliseconds to commit on an idle
 // database), plus how late the main thread runs (the larger of the event loop's delay and the wait of the oldest body
 // queued to be parsed: src/worker/inline-queue.ts). It rises for every way of falling behind (more traffic, a slow
 // disk, a checkpoint, a failover) and needs no tuning to the machine, unlike a count of connections or of requests in

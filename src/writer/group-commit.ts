@@ -122,11 +122,15 @@ const rowsOf = (req: WriteRequest) => req.batch.rowCount + req.batch.quarantineC
 const OWN_ROW_MS = 0.1;
 const NO_MEMBER: Member = { enqueuedAt: 0, rows: 0 };
 
-/** How long a member of the batch a slot commits has waited on others' rows (ms): see queueDelayMs. */
+/**
+ * How long a member of the batch a slot commits has waited on others' rows (ms): see queueDelayMs. Its commit's time
+ * counts as its own up to OWN_ROW_MS a row, whatever else the batch holds: a share in proportion to its rows would
+ * read two heavy requests gathered into one commit as each waiting half the time on the other, while the same two
+ * committed side by side on two connections (as slow, on shared cores) would read as waiting on nobody.
+ */
 function waitedOnOthers(s: Slot, m: Member, now: number): number {
   const elapsed = now - s.startedAt;
-  const own = Math.min(s.rows === 0 ? 0 : (elapsed * m.rows) / s.rows, m.rows * OWN_ROW_MS);
-  return s.startedAt - m.enqueuedAt + elapsed - own;
+  return s.startedAt - m.enqueuedAt + elapsed - Math.min(elapsed, m.rows * OWN_ROW_MS);
 }
 
 /** How long a cancelled commit may take to report what became of it. */
@@ -189,8 +193,8 @@ export class GroupCommitWriter implements EventSink {
   /**
    * The writer's queue delay (ms): the longest any request it holds has waited on something other than its own rows,
    * the signal load shedding reads. That is its wait for a commit to begin and, once its batch commits, the commit's
-   * time but its own rows' share of it, up to OWN_ROW_MS a row. Of a batch being committed, the oldest request and the
-   * smallest are read: as a rule they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS; a small request
+   * time beyond OWN_ROW_MS for each of its own rows. Of a batch being committed, the oldest request and the smallest
+   * are read: as a rule they have waited longest (a batch gathers within BATCH_MAX_WAIT_MS; a small request
    * that came late in the gathering can have waited a little longer, and reads a little low). So a
    * 1000-event batch, ~40 ms to commit on an idle database, does not read as a backlog, while a small request in a
    * batch swollen by hundreds of others waits on every one of them, and any commit that stalls (a lock, a failover)
