@@ -455,9 +455,9 @@ CREATE TABLE suppression_versions (
     sql: `
 -- Each group commit stores what its rows add to the reports, a few bytes an event (src/pipeline/summary.ts), and
 -- the aggregator folds those instead of reading the events again. A row no summary holds says summarized = false
--- (moved in from the writer's staging table, or written by hand) or NULL (written by an older build during a rolling
--- upgrade; nullable so that an older build's staging table, made LIKE events, still takes its rows) and is found by
--- the partial index, empty otherwise. Rows stored before this version read as true (the column's value for them)
+-- (moved in from the writer's staging table, written by hand, or by an older build during a rolling upgrade: the
+-- column's default) or NULL (written so by hand) and is found by the partial index, empty otherwise. The column is
+-- nullable so that an older build's staging table, made LIKE events, still takes the COPY that does not name it. Rows stored before this version read as true (the column's value for them)
 -- and are folded from the table: windows before summaries_since are read from the events, as before. That time is
 -- set ahead of now, past any row stored before the column (a row stamped by an instance whose clock runs ahead of
 -- the database's): windows up to it read every row, summarized or not.

@@ -45,6 +45,10 @@ function daysFromCivil(y: number, m: number, d: number): number {
   return era * 146097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719468;
 }
 
+/** The UTC days of the dates the pipeline stores (years 0001-9999, an offset moving them a day either way). */
+const MIN_DAY = daysFromCivil(0, 12, 31);
+const MAX_DAY = daysFromCivil(10000, 1, 1);
+
 const num = (s: string, at: number, n: number) => Number(s.slice(at, at + n));
 
 /**
@@ -192,6 +196,9 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
       records: view.getUint32(at + 25, true),
     };
     at += HEADER;
+    // Checked before anything is sized or folded by them: a count no bytes could hold, a time that is no time.
+    if (!Number.isFinite(s.receivedAt) || s.records > (bytes.byteLength - at) / RECORD)
+      throw new SummaryFormatError(`section at byte ${at - HEADER}`);
     const wanted = section(s);
     for (let i = 0; i < s.records; i++) {
       need(RECORD);
@@ -201,6 +208,10 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
         throw new SummaryFormatError(`record at byte ${at}`);
       const user = view.getFloat64(at, true);
       const day = view.getInt32(at + 8, true);
+      // What the fold's SQL takes: a bigint user (or none) and a date. Anything else would fail the window of every
+      // project on each retry, where this error has the summary dropped instead.
+      if (!(Number.isNaN(user) || Number.isSafeInteger(user)) || day < MIN_DAY || day > MAX_DAY)
+        throw new SummaryFormatError(`record at byte ${at}`);
       at += RECORD;
       let campaign: string | null = null;
       let paymentId: string | null = null;

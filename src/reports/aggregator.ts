@@ -49,11 +49,14 @@ export interface WindowResult {
   rows: number;
 }
 
+/** The names of PAYMENT_NAMES as an SQL list. */
+const PAYMENT_SQL = [...PAYMENT_NAMES].map((n) => `'${n}'`).join(', ');
+
 /** A window's stored events grouped as the reports count them, from the table; `filter` narrows the rows read. */
 const eventsBase = (filter: string) => `
   SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, platform_user_id AS user_id,
          nullif(left(tg->>'start_param', ${CAMPAIGN_MAX_CHARS}), '') AS start_param,
-         CASE WHEN event_name IN (${[...PAYMENT_NAMES].map((n) => `'${n}'`).join(', ')}) THEN event_id END AS special_id,
+         CASE WHEN event_name IN (${PAYMENT_SQL}) THEN event_id END AS special_id,
          count(*) AS n,
          min(received_at) FILTER (WHERE tg ? 'start_param') AS first_at,
          max(received_at) FILTER (WHERE tg ? 'start_param') AS last_at
@@ -90,7 +93,7 @@ WITH base AS MATERIALIZED (
 ), ev AS (
   -- The few payments and refunds, read one by one through the unique index.
   SELECT b.project_id, b.day, b.user_id, e.received_at, e.event_id,
-         CASE WHEN e.event_name IN ('successful_payment', 'refunded_payment') AND e.channel = 'bot_api'
+         CASE WHEN e.event_name IN (${PAYMENT_SQL}) AND e.channel = 'bot_api'
                    AND e.tg->>'currency' ~ '^[A-Z]{3}$' AND jsonb_typeof(e.tg->'total_amount') = 'number'
               THEN e.event_name END AS payment,
          e.tg AS pay_tg
@@ -276,8 +279,6 @@ export class ReportAggregator {
   private running: Promise<void> | null = null;
   private stopped = false;
   private failures = 0;
-  /** The watermark this instance last saw move (for /metrics and logs). */
-  lastWatermark: Date | null = null;
 
   constructor(
     private readonly sql: Sql,
@@ -318,8 +319,8 @@ export class ReportAggregator {
     this.timer.unref();
   }
 
-  /** Windows until the watermark is within a step of now − lag (or another instance holds the lock). */
-  private async summarize(from: string, to: string): Promise<void> {
+  /** BRIN summaries of the partitions a window of the table reads (SUMMARIZE). */
+  private async summarizeBrin(from: string, to: string): Promise<void> {
     await this.sql
       .begin(async (tx) => {
         await tx`SET LOCAL lock_timeout = '200ms'`;
@@ -396,6 +397,7 @@ export class ReportAggregator {
     );
   }
 
+  /** Windows until the watermark is within a step of now − lag (or another instance holds the lock). */
   async catchUp(): Promise<void> {
     for (;;) {
       const w = await this.fold();
@@ -467,7 +469,7 @@ export class ReportAggregator {
       let rows: number | undefined;
       if (source === 'events') {
         // BRIN summaries in a short transaction of their own, never waiting: its lock would hold off vacuum.
-        await this.summarize(from, to);
+        await this.summarizeBrin(from, to);
         [row] = await tx.unsafe<{ events: number; sketches: SketchInput[] }[]>(FOLD_EVENTS, [from, to]);
       } else {
         // Every report table is read by key here. Planned on the statistics of a table that was empty when last
@@ -513,7 +515,6 @@ export class ReportAggregator {
     // Windows of about TARGET_ROWS: halved after a heavy one, doubled after a light one.
     if (result.rows > TARGET_ROWS * 2) this.step[source] = Math.max(MIN_STEP_MS, this.step[source] / 2);
     else if (result.rows < TARGET_ROWS / 2) this.step[source] = Math.min(MAX_STEP_MS, this.step[source] * 2);
-    this.lastWatermark = new Date(result.to);
     return result;
   }
 }

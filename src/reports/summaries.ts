@@ -30,7 +30,7 @@ interface Named {
 }
 
 export class WindowSummaries {
-  /** Per project, per user (NaN: none), per day × 16 + type: events. */
+  /** Per project, per user (NaN: none), per day × 16 + type (at most 16 types: summary.test.ts): events. */
   private readonly plain = new Map<string, Map<number, Map<number, number>>>();
   private readonly named = new Map<string, Named>();
   private readonly out: BaseRows = {

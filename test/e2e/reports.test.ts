@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
+import { SummaryWriter, utcDay } from '../../src/pipeline/summary.js';
 import { FOLD_VERSION } from '../../src/reports/aggregator.js';
 import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -375,15 +376,22 @@ describe('reports', () => {
 
   it('keeps folding after a summary it cannot read (a hand edit): deleted and logged, the other events counted', async () => {
     const other = await provision(srv.url);
-    const [bad] = await db.sql<{ id: string }[]>`
-      INSERT INTO report_summaries (received_from, received_to, summary) VALUES (now(), now(), '\x02ff')
+    // Bytes of another version, and well-formed bytes naming a user no bigint holds (which the fold's SQL would refuse).
+    const fractional = new SummaryWriter(other.projectId, new Date().toISOString(), 1);
+    fractional.addRecord(1.5, utcDay('2026-11-10T10:00:00Z'), 0, null, null);
+    const bad = await db.sql<{ id: string }[]>`
+      INSERT INTO report_summaries (received_from, received_to, summary)
+      VALUES (now(), now(), '\x02ff'), (now(), now(), ${Buffer.from(fractional.bytes())})
       RETURNING summary_id::text AS id`;
+    expect(bad).toHaveLength(2);
     expect((await postBotApi(srv.url, other.token, { events: [ev('6101', '2026-11-10T10:00:00Z')] })).status).toBe(202);
     const daily = async () =>
       (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/daily?from=2026-11-10&to=2026-11-10`))
         .body[0];
     await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 1, activeUsers: 1, newUsers: 1 });
-    expect(await db.sql`SELECT 1 FROM report_summaries WHERE summary_id = ${bad!.id}::bigint`).toHaveLength(0);
+    expect(
+      await db.sql`SELECT 1 FROM report_summaries WHERE summary_id = ANY(${bad.map((b) => b.id)}::bigint[])`,
+    ).toHaveLength(0);
     expect(srv.output.some((l) => l.includes('an unreadable report summary was deleted'))).toBe(true);
   });
 

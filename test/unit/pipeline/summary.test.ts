@@ -133,6 +133,8 @@ describe('SummaryWriter and readSummary', () => {
 
   it('knows every event type the pipeline stores', () => {
     expect([...SUMMARY_TYPES].sort()).toEqual([...EVENT_TYPES].sort());
+    // WindowSummaries keys a user's counts by day × 16 + type: a 17th type would mix two days' counts.
+    expect(SUMMARY_TYPES.length).toBeLessThanOrEqual(16);
   });
 
   it('throws SummaryFormatError on bytes it could not have written, never reading past them', () => {
@@ -147,6 +149,35 @@ describe('SummaryWriter and readSummary', () => {
       Uint8Array.from(good.map((b, i) => (i === 29 + 13 ? 7 : b))),
     ];
     for (const b of bad) expect(() => read(b)).toThrow(SummaryFormatError);
+  });
+
+  it('throws SummaryFormatError on what the fold could not take: a user no bigint, a day no date, a count no bytes hold', () => {
+    const record = (user: number, day: number) => {
+      const w = new SummaryWriter(P1, AT, 1);
+      w.addRecord(user, day, 1, null, null);
+      return w.bytes();
+    };
+    const day = utcDay('2026-11-24T10:00:00Z');
+    expect(read(record(Number.NaN, day)).records).toHaveLength(1);
+    expect(read(record(2 ** 53 - 1, utcDay('0001-01-01T00:00:00+14:00'))).records).toHaveLength(1);
+    expect(read(record(42, utcDay('9999-12-31T23:59:59-14:00'))).records).toHaveLength(1);
+    for (const b of [
+      record(1.5, day),
+      record(2 ** 53, day),
+      record(Number.POSITIVE_INFINITY, day),
+      record(42, 2 ** 31 - 1),
+      record(42, -(2 ** 31)),
+    ])
+      expect(() => read(b)).toThrow(SummaryFormatError);
+    // A section that claims more records than its bytes could hold, read before anything is sized by it.
+    const good = record(42, day);
+    const claims = Uint8Array.from(good);
+    new DataView(claims.buffer).setUint32(25, 2 ** 32 - 1, true);
+    expect(() => read(claims)).toThrow(SummaryFormatError);
+    expect(() => withoutUsers(claims, P1, new Set([42]))).toThrow(SummaryFormatError);
+    const never = Uint8Array.from(good);
+    new DataView(never.buffer).setFloat64(17, Number.NaN, true);
+    expect(() => read(never)).toThrow(SummaryFormatError);
   });
 });
 
