@@ -22,9 +22,11 @@ const MIN_STEP_MS = 1000;
 const MAX_STEP_MS = 3_600_000;
 /**
  * What one window of summaries may take, unless it is as small as a window gets: bytes of summaries (about 16 an
- * event), and rows they group into (the JavaScript maps that hold them, and the fold's probes).
+ * event), summaries (a commit's each: the list held to fetch them), and rows they group into (the JavaScript maps
+ * that hold them, and the fold's probes).
  */
 const WINDOW_SUMMARY_BYTES = 32 * 1024 * 1024;
+const WINDOW_SUMMARIES = 200_000;
 const WINDOW_GROUPS = 4 * TARGET_ROWS;
 /** Summaries fetched per query, by their bytes. */
 const READ_BYTES = 4 * 1024 * 1024;
@@ -333,7 +335,7 @@ export class ReportAggregator {
 
   /**
    * The window's report summaries, grouped; null when they are more than a window may take (WINDOW_SUMMARY_BYTES,
-   * WINDOW_GROUPS) and the window can shrink. Deletes those folded whole, and those the watermark left behind: before
+   * WINDOW_SUMMARIES, WINDOW_GROUPS) and the window can shrink. Deletes those folded whole, and those the watermark left behind: before
    * summaries began (their events were read from the table), or from a request stamped by a clock further behind the
    * database's than REPORTS_LAG_MS (its events are stored and billed, but not reported: logged).
    */
@@ -345,14 +347,22 @@ export class ReportAggregator {
       this.log.warn({ summaries: stale!.late, watermark: from }, 'report summaries received behind the watermark');
     // A commit's requests arrive within WRITE_TIMEOUT_MS of each other, and the watermark waits HOLD_BACK_MAX at most
     // for a commit: no summary spans more, so the list stays the window's, however long the backlog behind it.
+    const shrinkable = this.step.summaries > MIN_STEP_MS;
+    if (shrinkable) {
+      // Measured before anything is listed: a backlog (after an outage, say) would be listed whole only to be dropped.
+      const [size] = await tx<{ bytes: number; n: number }[]>`
+        SELECT coalesce(sum(octet_length(summary)), 0)::float8 AS bytes, count(*)::int AS n
+        FROM report_summaries
+        WHERE received_from > ${from}::timestamptz - ${HOLD_BACK_MAX}::interval AND received_from <= ${to}
+          AND received_to > ${from}`;
+      if (size!.bytes > WINDOW_SUMMARY_BYTES || size!.n > WINDOW_SUMMARIES) return null;
+    }
     const list = await tx<{ id: string; done: boolean; bytes: number }[]>`
       SELECT summary_id::text AS id, received_to <= ${to} AS done, octet_length(summary) AS bytes
       FROM report_summaries
       WHERE received_from > ${from}::timestamptz - ${HOLD_BACK_MAX}::interval AND received_from <= ${to}
         AND received_to > ${from}
       ORDER BY summary_id`;
-    const shrinkable = this.step.summaries > MIN_STEP_MS;
-    if (shrinkable && list.reduce((n, s) => n + s.bytes, 0) > WINDOW_SUMMARY_BYTES) return null;
     const window = new WindowSummaries(Date.parse(from), Date.parse(to));
     let yielded = performance.now();
     for (let i = 0; i < list.length; ) {

@@ -473,3 +473,48 @@ describe('reports after an upgrade', () => {
     }
   });
 });
+
+describe('reports after a backlog of summaries', () => {
+  it('folds more summaries than a window may list (200,000) in smaller windows, every event counted once', async () => {
+    const d = await createTestDatabase();
+    const env = { LOG_LEVEL: 'debug', REPORTS_EVERY_MS: '3600000', REPORTS_LAG_MS: '0' };
+    let s = await startServer(d.url, env);
+    try {
+      const q = await provision(s.url);
+      await s.stop();
+      // The aggregator was behind by 30 s while 200,001 commits were stored (ten in each millisecond of 20 s): what an
+      // outage of the database leaves, in a few seconds.
+      const [wm] = await d.sql.begin(async (tx) => {
+        await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
+        return tx<{ at: Date }[]>`
+          UPDATE report_watermark SET received_before = date_trunc('milliseconds', now()) - interval '30 seconds'
+          RETURNING received_before AS at`;
+      });
+      const day = utcDay('2026-11-12T10:00:00Z');
+      const rows = Array.from({ length: 200_001 }, (_, i) => {
+        const at = new Date(wm!.at.getTime() + 1 + Math.floor(i / 10));
+        const w = new SummaryWriter(q.projectId, at.toISOString(), 1);
+        w.addRecord(42, day, 0, null, null);
+        return { received_from: at, received_to: at, summary: Buffer.from(w.bytes()) };
+      });
+      for (let i = 0; i < rows.length; i += 20_000)
+        await d.sql`INSERT INTO report_summaries ${d.sql(rows.slice(i, i + 20_000), 'received_from', 'received_to', 'summary')}`;
+      s = await startServer(d.url, env);
+      const daily = async () =>
+        (await admin(s.url, 'GET', `/admin/projects/${q.projectId}/reports/daily?from=2026-11-12&to=2026-11-12`))
+          .body[0];
+      await expect.poll(daily, { timeout: 30_000 }).toMatchObject({ events: 200_001, activeUsers: 1, newUsers: 1 });
+      const windows = s.output
+        .filter((l) => l.includes('report window folded'))
+        .map((l) => JSON.parse(l) as { events: number; source: string })
+        .filter((w) => w.events > 0);
+      expect(windows.length).toBeGreaterThan(1);
+      expect(windows.every((w) => w.source === 'summaries' && w.events <= 200_000)).toBe(true);
+      expect(windows.reduce((n, w) => n + w.events, 0)).toBe(200_001);
+      expect(await d.sql`SELECT 1 FROM report_summaries`).toHaveLength(0);
+    } finally {
+      await s.stop();
+      await d.drop();
+    }
+  }, 90_000);
+});
