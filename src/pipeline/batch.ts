@@ -229,7 +229,7 @@ function runEvents(
     if (webappUserId !== null) {
       ev.platformUserId = webappUserId;
       ev.tg = webappTg;
-      ev.startParam = webappTg === null ? null : webappStartParam;
+      ev.startParam = webappStartParam || null;
     }
     accepted++;
     userIds.add(ev.platformUserId!);

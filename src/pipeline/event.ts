@@ -7,6 +7,7 @@ import { isUserId } from './ids.js';
 import { ACTION_FIELDS, actionKey, TG_PREFIX, TG_REGISTRY, type FieldType } from './registry.js';
 import { displayKey, repairString, SUSPICIOUS, truncateCodePoints } from './strings.js';
 
+/** The event types. Append only, in this order: a report summary stores a type by its index (summary.ts). */
 export const EVENT_TYPES: ReadonlySet<string> = new Set([
   'message',
   'interaction',

@@ -11,6 +11,7 @@
 //   f64 user id (NaN: none), i32 UTC day (days since 1970-01-01), u8 event type (index in SUMMARY_TYPES), u8 flags;
 //   flags & CAMPAIGN: u16 byte length and the UTF-8 of the campaign (start_param, at most 256 code points);
 //   flags & PAYMENT: the 16 bytes of the event id (a successful_payment or refunded_payment, read again by id).
+import { EVENT_TYPES } from './event.js';
 import { truncateCodePoints } from './strings.js';
 
 const VERSION = 1;
@@ -18,18 +19,8 @@ const HEADER = 1 + 16 + 8 + 4;
 const RECORD = 8 + 4 + 1 + 1;
 const CAMPAIGN = 1;
 const PAYMENT = 2;
-/** Event types by index; append only (an index is stored). */
-export const SUMMARY_TYPES = [
-  'message',
-  'interaction',
-  'payment',
-  'membership',
-  'business',
-  'poll',
-  'reaction',
-  'boost',
-  'platform',
-] as const;
+/** Event types by the index a record stores: EVENT_TYPES' order, which is append only. */
+export const SUMMARY_TYPES: readonly string[] = [...EVENT_TYPES];
 const TYPE_INDEX = new Map<string, number>(SUMMARY_TYPES.map((t, i) => [t, i]));
 /** Names whose events the revenue report reads again, by id. */
 export const PAYMENT_NAMES: ReadonlySet<string> = new Set(['successful_payment', 'refunded_payment']);
@@ -98,15 +89,12 @@ export class SummaryWriter {
     if (type === undefined || (ev.platformUserId !== null && !Number.isSafeInteger(user))) return false;
     let campaign = ev.startParam === null || ev.startParam === '' ? null : ev.startParam;
     if (campaign !== null) campaign = truncateCodePoints(campaign, CAMPAIGN_MAX_CHARS) ?? campaign;
-    this.put(user, utcDay(ev.eventDate), type, campaign, PAYMENT_NAMES.has(ev.eventName) ? ev.eventId : null);
+    this.addRecord(user, utcDay(ev.eventDate), type, campaign, PAYMENT_NAMES.has(ev.eventName) ? ev.eventId : null);
     return true;
   }
 
   /** Adds a record as readSummary gives it. */
-  readonly addRecord: RecordVisitor = (user, day, typeIndex, campaign, paymentId) =>
-    this.put(user, day, typeIndex, campaign, paymentId);
-
-  private put(user: number, day: number, type: number, campaign: string | null, paymentId: string | null): void {
+  addRecord(user: number, day: number, type: number, campaign: string | null, paymentId: string | null): void {
     this.reserve(RECORD + (campaign === null ? 0 : 2 + Buffer.byteLength(campaign)) + (paymentId === null ? 0 : 16));
     const b = this.buf;
     let at = this.len;

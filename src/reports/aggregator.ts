@@ -348,21 +348,17 @@ export class ReportAggregator {
     // A commit's requests arrive within WRITE_TIMEOUT_MS of each other, and the watermark waits HOLD_BACK_MAX at most
     // for a commit: no summary spans more, so the list stays the window's, however long the backlog behind it.
     const shrinkable = this.step.summaries > MIN_STEP_MS;
-    if (shrinkable) {
-      // Measured before anything is listed: a backlog (after an outage, say) would be listed whole only to be dropped.
-      const [size] = await tx<{ bytes: number; n: number }[]>`
-        SELECT coalesce(sum(octet_length(summary)), 0)::float8 AS bytes, count(*)::int AS n
-        FROM report_summaries
-        WHERE received_from > ${from}::timestamptz - ${HOLD_BACK_MAX}::interval AND received_from <= ${to}
-          AND received_to > ${from}`;
-      if (size!.bytes > WINDOW_SUMMARY_BYTES || size!.n > WINDOW_SUMMARIES) return null;
-    }
+    // Listed up to one past the bound while the window can shrink: a backlog (after an outage, say) is not listed
+    // whole only to be dropped. (LIMIT NULL: all.)
     const list = await tx<{ id: string; done: boolean; bytes: number }[]>`
       SELECT summary_id::text AS id, received_to <= ${to} AS done, octet_length(summary) AS bytes
       FROM report_summaries
       WHERE received_from > ${from}::timestamptz - ${HOLD_BACK_MAX}::interval AND received_from <= ${to}
         AND received_to > ${from}
-      ORDER BY summary_id`;
+      ORDER BY summary_id
+      LIMIT ${shrinkable ? WINDOW_SUMMARIES + 1 : null}`;
+    if (shrinkable && (list.length > WINDOW_SUMMARIES || list.reduce((n, s) => n + s.bytes, 0) > WINDOW_SUMMARY_BYTES))
+      return null;
     const window = new WindowSummaries(Date.parse(from), Date.parse(to));
     let yielded = performance.now();
     for (let i = 0; i < list.length; ) {
