@@ -3,6 +3,7 @@
 // those naming a campaign also by it, with the first and last time they were received; payments and refunds stay
 // one row each, to be read again by id.
 import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
+import type { FiledUsers } from './filed-users.js';
 
 /** The fold's base rows as parallel arrays (the unnest() parameters of the fold). */
 export interface BaseRows {
@@ -33,6 +34,8 @@ export class WindowSummaries {
   /** Per project, per user (NaN: none), per day × 16 + type (at most 16 types: summary.test.ts): events. */
   private readonly plain = new Map<string, Map<number, Map<number, number>>>();
   private readonly named = new Map<string, Named>();
+  /** Per project, users with a payment or a campaign in the window (true: a campaign): never counts alone. */
+  private readonly marked = new Map<string, Map<number, boolean>>();
   private readonly out: BaseRows = {
     projectIds: [],
     days: [],
@@ -71,10 +74,12 @@ export class WindowSummaries {
       (user, day, typeIndex, campaign, paymentId) => {
         this.records++;
         if (paymentId !== null) {
+          this.mark(projectId, user, campaign !== null);
           const at = campaign === null ? null : new Date(receivedAt).toISOString();
           this.groups++;
           this.push(projectId, day, SUMMARY_TYPES[typeIndex]!, user, campaign, paymentId, 1, at, at);
         } else if (campaign !== null) {
+          this.mark(projectId, user, true);
           const key = `${projectId} ${user} ${day} ${typeIndex} ${campaign}`;
           const g = this.named.get(key);
           if (g === undefined) {
@@ -106,14 +111,46 @@ export class WindowSummaries {
     );
   }
 
-  /** The grouped rows; the summaries added so far, once. */
-  rows(): BaseRows {
-    for (const [projectId, users] of this.plain)
-      for (const [user, days] of users)
+  /**
+   * A user named in the window with a payment, or with a campaign (`campaign`), outside the summaries too: their
+   * events never count alone, and a campaign makes `filed` forget them.
+   */
+  mark(projectId: string, user: number, campaign: boolean): void {
+    if (Number.isNaN(user)) return;
+    let users = this.marked.get(projectId);
+    if (users === undefined) this.marked.set(projectId, (users = new Map()));
+    if (campaign || !users.has(user)) users.set(user, campaign);
+  }
+
+  /**
+   * The grouped rows, once. The events of a user `filed` holds on each of their days, with no payment or campaign,
+   * count alone: summed into rows of no user, as they change nothing else (src/reports/filed-users.ts).
+   */
+  rows(filed: FiledUsers | null = null): BaseRows {
+    for (const [projectId, users] of this.plain) {
+      const marked = this.marked.get(projectId);
+      let alone: Map<number, number> | undefined;
+      for (const [user, days] of users) {
+        if (
+          filed !== null &&
+          !Number.isNaN(user) &&
+          marked?.has(user) !== true &&
+          filed.holds(projectId, user, daysOf(days))
+        ) {
+          alone ??= new Map();
+          for (const [k, n] of days) alone.set(k, (alone.get(k) ?? 0) + n);
+          continue;
+        }
         for (const [k, n] of days) {
           const day = Math.floor(k / 16);
           this.push(projectId, day, SUMMARY_TYPES[k - day * 16]!, user, null, null, n, null, null);
         }
+      }
+      for (const [k, n] of alone ?? []) {
+        const day = Math.floor(k / 16);
+        this.push(projectId, day, SUMMARY_TYPES[k - day * 16]!, Number.NaN, null, null, n, null, null);
+      }
+    }
     for (const g of this.named.values())
       this.push(
         g.projectId,
@@ -126,9 +163,18 @@ export class WindowSummaries {
         new Date(g.first).toISOString(),
         new Date(g.last).toISOString(),
       );
-    this.plain.clear();
-    this.named.clear();
     return this.out;
+  }
+
+  /** Once the window's fold has committed: the users it filed on their days, and those whose campaign it may have set. */
+  fileInto(filed: FiledUsers): void {
+    for (const [projectId, users] of this.plain) {
+      const marked = this.marked.get(projectId);
+      for (const [user, days] of users)
+        if (!Number.isNaN(user) && marked?.get(user) !== true) filed.add(projectId, user, daysOf(days));
+    }
+    for (const [projectId, users] of this.marked)
+      for (const [user, campaign] of users) if (campaign) filed.forget(projectId, user);
   }
 
   private push(
@@ -153,4 +199,14 @@ export class WindowSummaries {
     o.firstAt.push(firstAt);
     o.lastAt.push(lastAt);
   }
+}
+
+/** The days of a user's counts, keyed day × 16 + type. */
+function daysOf(counts: Map<number, number>): number[] {
+  const days: number[] = [];
+  for (const k of counts.keys()) {
+    const day = Math.floor(k / 16);
+    if (!days.includes(day)) days.push(day);
+  }
+  return days;
 }

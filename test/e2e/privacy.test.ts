@@ -415,6 +415,48 @@ describe('erasure before the reports fold', () => {
   });
 });
 
+describe('erasure of a user the reports aggregator remembers', () => {
+  it('counts the user as new and active again when they come back, as if nothing had been remembered', async () => {
+    // One instance: its aggregator folds every window, and remembers the users it filed between them.
+    const d = await createTestDatabase();
+    const a = await startServer(d.url, env);
+    try {
+      const q = await provision(a.url);
+      const day = '2026-11-13';
+      const daily = async () =>
+        (await admin(a.url, 'GET', `/admin/projects/${q.projectId}/reports/daily?from=${day}&to=${day}`)).body[0];
+      const send = async () =>
+        expect(
+          (
+            await postBotApi(a.url, q.token, {
+              events: [serverEvent({ platformUserId: '7101', eventDate: `${day}T10:00:00Z` })],
+            })
+          ).status,
+        ).toBe(202);
+      for (const events of [1, 2]) {
+        await send();
+        await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events, activeUsers: 1, newUsers: 1 });
+      }
+      const r = await admin(a.url, 'POST', `/admin/projects/${q.projectId}/erasures`, { userIds: ['7101'] });
+      await expect
+        .poll(
+          async () =>
+            (await admin(a.url, 'GET', `/admin/projects/${q.projectId}/erasures/${r.body.erasureId}`)).body.status,
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBe('done');
+      // The counts stay; who the user was to the reports is gone, so they are new again (migration 13's count).
+      await send();
+      await expect.poll(daily, { timeout: 10_000 }).toMatchObject({ events: 3, activeUsers: 2, newUsers: 2 });
+    } finally {
+      await a.stop();
+      await d.drop();
+    }
+  });
+});
+
 describe('erasure across a crash', () => {
   it('finishes after kill -9 midway, deleting each row once', async () => {
     const d = await createTestDatabase();

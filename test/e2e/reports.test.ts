@@ -287,6 +287,39 @@ describe('reports', () => {
     expect(await report('campaigns?from=2026-11-01&to=2026-11-01')).toEqual(nov1);
   });
 
+  it('files again the days of a user it remembers once their campaign is known (activity then counts under it)', async () => {
+    const other = await provision(srv.url);
+    const base = `/admin/projects/${other.projectId}/reports`;
+    const get = async (path: string) => (await admin(srv.url, 'GET', `${base}/${path}`)).body;
+    const day1 = '2026-11-10';
+    const plain = () => ev('8001', `${day1}T10:00:00Z`);
+    const send1 = async (e: Sent) => expect((await postBotApi(srv.url, other.token, { events: [e] })).status).toBe(202);
+    // Folded one request at a time: the second finds the user remembered from the first, filed on the day.
+    for (const n of [1, 2]) {
+      await send1(plain());
+      await expect
+        .poll(async () => (await get(`daily?from=${day1}&to=${day1}`))[0].events, { timeout: 10_000 })
+        .toBe(n);
+    }
+    await send1(
+      ev('8001', '2026-11-11T10:00:00Z', {
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': 'winter' },
+      }),
+    );
+    await expect
+      .poll(async () => (await get(`campaigns?from=2026-11-11&to=2026-11-11`))[0]?.campaign, { timeout: 10_000 })
+      .toBe('winter');
+    // Back on the first day: the campaign is known by now, so this activity counts under it (refiled).
+    await send1(plain());
+    await expect.poll(async () => (await get(`daily?from=${day1}&to=${day1}`))[0].events, { timeout: 10_000 }).toBe(3);
+    expect(await get(`campaigns?from=${day1}&to=${day1}`)).toEqual([
+      { campaign: 'winter', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: null, newUsers: 0, activeUsers: 1, payers: 0, revenue: [] },
+    ]);
+  });
+
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
     const other = await provision(srv.url);
     const huge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');

@@ -14,6 +14,7 @@ import {
   utcDay,
   withoutUsers,
 } from '../../../src/pipeline/summary.js';
+import { FiledUsers } from '../../../src/reports/filed-users.js';
 import { WindowSummaries } from '../../../src/reports/summaries.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.js';
 
@@ -228,5 +229,103 @@ describe('WindowSummaries', () => {
       { type: 'interaction', user: '42', campaign: null, payment: null, n: 3, first: null, last: null },
       { type: 'interaction', user: '42', campaign: 'c1', payment: null, n: 2, first: at(0), last: at(500) },
     ]);
+  });
+});
+
+describe('WindowSummaries with the users the reports already file', () => {
+  const day = utcDay('2026-11-24T09:00:00Z');
+  const window = (build: (w: SummaryWriter) => void, n: number) => {
+    const s = new SummaryWriter(P1, AT, n);
+    build(s);
+    const w = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT) + 1);
+    w.add(s.bytes());
+    return w;
+  };
+  const rowsOf = (r: ReturnType<WindowSummaries['rows']>) =>
+    r.projectIds.map((_, i) => ({ user: r.users[i], type: r.types[i], campaign: r.campaigns[i], n: r.counts[i] }));
+
+  it("counts a filed user's events on their filed days alone, and names everyone else", () => {
+    const filed = new FiledUsers();
+    filed.add(P1, 1, [day]);
+    filed.add(P1, 2, [day]);
+    filed.add(P1, 3, [day - 1]);
+    filed.add(P1, 4, [day]);
+    filed.add(P1, 5, [day]);
+    const w = window((s) => {
+      s.add(ev({ platformUserId: '1' }));
+      s.add(ev({ platformUserId: '1', eventType: 'message', eventName: 'message_received' }));
+      s.add(ev({ platformUserId: '2' }));
+      // Filed on another day only.
+      s.add(ev({ platformUserId: '3' }));
+      // A campaign, or a payment: the probes decide.
+      s.add(ev({ platformUserId: '4', startParam: 'c1' }));
+      s.add(ev({ platformUserId: '5', eventName: 'successful_payment', eventType: 'payment' }));
+      s.add(ev({ platformUserId: '5' }));
+      // Not filed at all.
+      s.add(ev({ platformUserId: '6' }));
+    }, 8);
+    const rows = rowsOf(w.rows(filed));
+    expect(rows.filter((r) => r.user === null)).toEqual([
+      { user: null, type: 'interaction', campaign: null, n: 2 },
+      { user: null, type: 'message', campaign: null, n: 1 },
+    ]);
+    expect(rows.filter((r) => r.user !== null).map((r) => r.user)).toEqual(['5', '3', '5', '6', '4']);
+    expect(rows.reduce((n, r) => n + r.n, 0)).toBe(8);
+
+    // Once folded: 3, 5 and 6 are filed on the day, 1 and 2 still; 4 may have a campaign now, and is forgotten.
+    w.fileInto(filed);
+    for (const user of [1, 2, 3, 5, 6]) expect(filed.holds(P1, user, [day])).toBe(true);
+    expect(filed.holds(P1, 3, [day - 1, day])).toBe(true);
+    expect(filed.holds(P1, 4, [day])).toBe(false);
+    expect(filed.users).toBe(5);
+  });
+
+  it('names a user the table rows of the window name (marked), and forgets them once folded', () => {
+    const filed = new FiledUsers();
+    filed.add(P1, 1, [day]);
+    const w = window((s) => s.add(ev({ platformUserId: '1' })), 1);
+    w.mark(P1, 1, true);
+    expect(rowsOf(w.rows(filed))).toEqual([{ user: '1', type: 'interaction', campaign: null, n: 1 }]);
+    w.fileInto(filed);
+    expect(filed.holds(P1, 1, [day])).toBe(false);
+  });
+});
+
+describe('FiledUsers', () => {
+  it('forgets everything when the report tables are not as its last fold left them', () => {
+    const filed = new FiledUsers();
+    filed.check('1000 0');
+    filed.add(P1, 1, [10]);
+    filed.settle('2000 0');
+    filed.check('2000 0');
+    expect(filed.holds(P1, 1, [10])).toBe(true);
+    // Changed by an erasure (the count), or folded by another instance (the watermark).
+    filed.check('2000 1');
+    expect(filed.holds(P1, 1, [10])).toBe(false);
+    filed.add(P1, 1, [10]);
+    filed.settle('3000 1');
+    filed.check('4000 1');
+    expect(filed.users).toBe(0);
+  });
+
+  it('keeps the latest days of a user and the most recently folded users, within its bounds', () => {
+    const filed = new FiledUsers();
+    filed.add(P1, 1, [1, 2, 3]);
+    filed.add(P1, 1, [4, 5]);
+    expect(filed.holds(P1, 1, [2, 3, 4, 5])).toBe(true);
+    expect(filed.holds(P1, 1, [1])).toBe(false);
+    for (let u = 2; u <= 100_001; u++) filed.add(P2, u, [1]);
+    filed.add(P1, 1, [5]);
+    expect(filed.users).toBe(100_000);
+    // The least recent of the project added to went: P2's user 2. P1's user 1, folded again, stays.
+    expect(filed.holds(P2, 2, [1])).toBe(false);
+    expect(filed.holds(P2, 3, [1])).toBe(true);
+    expect(filed.holds(P1, 1, [5])).toBe(true);
+    // A project's first user pushes out another project's least recent.
+    const P3 = '99999999-2222-4333-8444-555555555555';
+    filed.add(P3, 1, [1]);
+    expect(filed.users).toBe(100_000);
+    expect(filed.holds(P3, 1, [1])).toBe(true);
+    expect(filed.holds(P1, 1, [5])).toBe(false);
   });
 });
