@@ -102,6 +102,7 @@ export async function wire(
       tracking_plan: plans.stats,
       suppressions: suppressions.stats,
       initdata: sessions.stats,
+      filed_users: reports.filedUsersStats,
     }),
     tasks: () => pool.tasks,
     unauthenticatedWaiting: () => pool.unauthenticatedWaiting,

@@ -503,8 +503,9 @@ END $$;
 ALTER TABLE report_watermark ADD COLUMN users_changed bigint NOT NULL DEFAULT 0;
 CREATE FUNCTION report_users_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  -- A fold's own changes are what it remembers. (A setting set locally reads '' once its transaction ended.)
-  IF TG_OP = 'UPDATE' AND coalesce(current_setting('tg_ingest.fold_version', true), '') <> '' THEN
+  -- A fold's own changes are what it remembers: it says so (src/reports/aggregator.ts), locally. (Such a setting
+  -- reads '' once its transaction has ended.) An older build's fold does not, and counts.
+  IF TG_OP = 'UPDATE' AND current_setting('tg_ingest.folding', true) = 'on' THEN
     RETURN NULL;
   END IF;
   UPDATE report_watermark SET users_changed = users_changed + 1;

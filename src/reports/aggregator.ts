@@ -294,6 +294,11 @@ export class ReportAggregator {
     private readonly log: Logger,
   ) {}
 
+  /** The users folded without a probe (hits) and with one (misses): FiledUsers. */
+  get filedUsersStats(): { hits: number; misses: number } {
+    return this.filed.stats;
+  }
+
   start(): void {
     this.schedule(0);
   }
@@ -426,17 +431,22 @@ export class ReportAggregator {
     const started = performance.now();
     let source: keyof ReportAggregator['step'] = 'events';
     // What the window filed, told to this.filed once its transaction has committed.
-    let filed: (() => void) | null = null;
+    let afterCommit: (() => void) | null = null;
     const result = (await this.sql.begin(async (tx) => {
       const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
       if (!lock?.ok) return null;
       await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
+      // Migration 13's triggers leave this transaction's own changes to report_users and report_active uncounted.
+      await tx`SELECT set_config('tg_ingest.folding', 'on', true)`;
       // The database's clock, not this instance's: every instance's requests are judged by one clock.
       // A window closes REPORTS_LAG_MS behind the start of the oldest writer transaction still open (or behind
       // now): the lag covers a request's wait for its transaction (at most WRITE_TIMEOUT_MS), and a transaction slow
       // to commit (a standby that has not confirmed, a failover) holds the watermark back while it runs, so its rows
       // are never passed over. Only the service's writers count (a psql session left open does not), for at most
       // HOLD_BACK_MAX.
+      // A hand edit of report_users or report_active left open holds this row (migration 13): the fold gives way and
+      // tries again later, rather than hold the lock erasures wait for.
+      await tx`SET LOCAL lock_timeout = '2s'`;
       const [wm] = await tx<{ at: number | null; now: number; since: number; changed: string }[]>`
         SELECT users_changed::text AS changed, CASE WHEN received_before = '-infinity' THEN NULL
                     ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
@@ -447,6 +457,7 @@ export class ReportAggregator {
                -- In whole milliseconds, as windows are: a window ends on it exactly.
                ceil(extract(epoch FROM summaries_since) * 1000)::float8 AS since
         FROM report_watermark FOR UPDATE`;
+      await tx`SET LOCAL lock_timeout TO DEFAULT`;
       const until = new Date(wm!.now - this.opts.lagMs);
       let from = wm!.at === null ? '-infinity' : new Date(wm!.at).toISOString();
       if (from === '-infinity') {
@@ -474,7 +485,8 @@ export class ReportAggregator {
       // Events received before summaries began are read from the table; a window never mixes the two.
       const since = wm!.since;
       source = fromMs < since ? 'events' : 'summaries';
-      let toMs = Math.min(until.getTime(), fromMs + this.step[source]);
+      // Whole milliseconds, as the watermark is stored and read back (steps halve and quarter into fractions).
+      let toMs = Math.floor(Math.min(until.getTime(), fromMs + this.step[source]));
       if (fromMs < since && toMs > since) toMs = since;
       const to = new Date(toMs).toISOString();
       const behind = toMs < until.getTime();
@@ -506,16 +518,16 @@ export class ReportAggregator {
         if (rows === 0 && others.length === 0) {
           // A quiet window folds nothing.
           await tx`UPDATE report_watermark SET received_before = ${to}`;
-          filed = () => this.filed.settle(stamp(toMs, wm!.changed));
+          afterCommit = () => this.filed.settle(stamp(toMs, wm!.changed));
           return { from, to, events: 0, rows: 0, behind };
         }
-        const trusted = others.length <= TABLE_USERS;
-        if (trusted) {
+        const othersMarked = others.length <= TABLE_USERS;
+        if (othersMarked) {
           for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
         } else this.filed.clear();
-        const base = window.rows(trusted ? this.filed : null);
-        filed = () => {
-          if (!trusted) return;
+        const base = window.rows(othersMarked ? this.filed : null);
+        afterCommit = () => {
+          if (!othersMarked) return;
           window.fileInto(this.filed);
           this.filed.settle(stamp(toMs, wm!.changed));
         };
@@ -537,7 +549,7 @@ export class ReportAggregator {
       await tx`UPDATE report_watermark SET received_before = ${to}`;
       return { from, to, events: row!.events, rows: rows ?? row!.events, behind };
     })) as WindowResult | null;
-    (filed as (() => void) | null)?.();
+    (afterCommit as (() => void) | null)?.();
     if (result === null) return null;
     if (Number.isNaN(result.events)) {
       // More summaries than a window may read at once: a smaller window, at once.

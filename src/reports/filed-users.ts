@@ -8,16 +8,17 @@
 // stamp is the watermark this instance left and the count of changes by anything else (migration 13's triggers: an
 // erasure, a hand edit). Another instance's fold moves the watermark; either makes the aggregator forget it all.
 
-/** Users remembered, over all projects: ~100 bytes each. */
+/** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
 /** Days remembered per user: the latest. */
 const MAX_DAYS = 4;
 
 export class FiledUsers {
-  /** Per project, per user: days (since 1970-01-01) the user is filed on under their campaign as it stands. */
-  private readonly projects = new Map<string, Map<number, number[]>>();
-  private size = 0;
+  /** Per "project user": days (since 1970-01-01) the user is filed on under their campaign as it stands. */
+  private readonly users = new Map<string, number[]>();
   private stamp: string | null = null;
+  /** Users asked about (tg_ingest_cache_requests_total): a hit is a user counted without a probe. */
+  readonly stats = { hits: 0, misses: 0 };
 
   /** Forgets everything unless the report tables are as this aggregator left them (`stamp`: see above). */
   check(stamp: string): void {
@@ -30,55 +31,36 @@ export class FiledUsers {
   }
 
   clear(): void {
-    this.projects.clear();
-    this.size = 0;
+    this.users.clear();
     this.stamp = null;
   }
 
   /** Whether the user is filed on every one of `days`. */
   holds(projectId: string, user: number, days: readonly number[]): boolean {
-    const known = this.projects.get(projectId)?.get(user);
-    return known !== undefined && days.every((d) => known.includes(d));
+    const known = this.users.get(`${projectId} ${user}`);
+    const held = known !== undefined && days.every((d) => known.includes(d));
+    if (held) this.stats.hits++;
+    else this.stats.misses++;
+    return held;
   }
 
   /** A folded window filed the user on `days`, under a campaign it did not change. */
   add(projectId: string, user: number, days: readonly number[]): void {
-    let users = this.projects.get(projectId);
-    if (users === undefined) this.projects.set(projectId, (users = new Map()));
-    const known = users.get(user);
-    // Deleted and set again: a Map iterates in insertion order, so the first entries are the least recent.
-    if (known !== undefined) users.delete(user);
-    else this.size++;
+    const key = `${projectId} ${user}`;
+    const known = this.users.get(key);
+    // Deleted and set again: a Map iterates in insertion order, so its first entry is the least recently folded.
+    if (known !== undefined) this.users.delete(key);
     const merged = known === undefined ? [...days] : [...known.filter((d) => !days.includes(d)), ...days];
-    users.set(user, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
-    if (this.size > MAX_USERS) this.evict(projectId, users);
+    this.users.set(key, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
+    if (this.users.size > MAX_USERS) this.users.delete(this.users.keys().next().value!);
   }
 
   /** A folded window may have changed the user's campaign: their days are filed anew as they come back. */
   forget(projectId: string, user: number): void {
-    const users = this.projects.get(projectId);
-    if (!users?.delete(user)) return;
-    this.size--;
-    if (users.size === 0) this.projects.delete(projectId);
+    this.users.delete(`${projectId} ${user}`);
   }
 
-  get users(): number {
-    return this.size;
-  }
-
-  /** The least recent user of the project just added to, or of another project when that one holds only this. */
-  private evict(projectId: string, current: Map<number, number[]>): void {
-    let from: [string, Map<number, number[]>] | undefined = current.size > 1 ? [projectId, current] : undefined;
-    if (from === undefined)
-      for (const entry of this.projects)
-        if (entry[1] !== current && entry[1].size > 0) {
-          from = entry;
-          break;
-        }
-    const oldest = from?.[1].keys().next().value;
-    if (from === undefined || oldest === undefined) return;
-    from[1].delete(oldest);
-    this.size--;
-    if (from[1].size === 0) this.projects.delete(from[0]);
+  get size(): number {
+    return this.users.size;
   }
 }

@@ -34,7 +34,7 @@ export class WindowSummaries {
   /** Per project, per user (NaN: none), per day × 16 + type (at most 16 types: summary.test.ts): events. */
   private readonly plain = new Map<string, Map<number, Map<number, number>>>();
   private readonly named = new Map<string, Named>();
-  /** Per project, users with a payment or a campaign in the window (true: a campaign): never counts alone. */
+  /** Per project, users with a payment or a campaign in the window (true: their campaign may have changed): never counted alone. */
   private readonly marked = new Map<string, Map<number, boolean>>();
   private readonly out: BaseRows = {
     projectIds: [],
@@ -112,14 +112,14 @@ export class WindowSummaries {
   }
 
   /**
-   * A user named in the window with a payment, or with a campaign (`campaign`), outside the summaries too: their
-   * events never count alone, and a campaign makes `filed` forget them.
+   * A user named in the window with a payment, or with a campaign, here or outside the summaries: their events never
+   * count alone, and once folded `filed` forgets those whose campaign may have changed.
    */
-  mark(projectId: string, user: number, campaign: boolean): void {
+  mark(projectId: string, user: number, mayChangeCampaign: boolean): void {
     if (Number.isNaN(user)) return;
     let users = this.marked.get(projectId);
     if (users === undefined) this.marked.set(projectId, (users = new Map()));
-    if (campaign || !users.has(user)) users.set(user, campaign);
+    if (mayChangeCampaign || !users.has(user)) users.set(user, mayChangeCampaign);
   }
 
   /**
@@ -163,6 +163,8 @@ export class WindowSummaries {
         new Date(g.first).toISOString(),
         new Date(g.last).toISOString(),
       );
+    // Held for fileInto: the counts by user (plain) and the marks; the groups with a campaign are no longer needed.
+    this.named.clear();
     return this.out;
   }
 
@@ -174,7 +176,7 @@ export class WindowSummaries {
         if (!Number.isNaN(user) && marked?.get(user) !== true) filed.add(projectId, user, daysOf(days));
     }
     for (const [projectId, users] of this.marked)
-      for (const [user, campaign] of users) if (campaign) filed.forget(projectId, user);
+      for (const [user, mayChangeCampaign] of users) if (mayChangeCampaign) filed.forget(projectId, user);
   }
 
   private push(

@@ -320,6 +320,43 @@ describe('reports', () => {
     ]);
   });
 
+  it("files again a remembered user's days when their campaign arrives in rows no summary holds (a redelivery's commit)", async () => {
+    const other = await provision(srv.url);
+    const get = async (path: string) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/${path}`)).body;
+    const day1 = '2026-11-10';
+    const plain = () => ev('8101', `${day1}T10:00:00Z`);
+    const sendAll = async (events: Sent[]) =>
+      expect((await postBotApi(srv.url, other.token, { events })).status).toBe(202);
+    const events1 = async () => (await get(`daily?from=${day1}&to=${day1}`))[0].events;
+    const first = plain();
+    await sendAll([first]);
+    await expect.poll(events1, { timeout: 10_000 }).toBe(1);
+    await sendAll([plain()]);
+    await expect.poll(events1, { timeout: 10_000 }).toBe(2);
+    // A redelivery in the request: the commit goes through the staging table, and its rows hold no summary.
+    await sendAll([
+      first,
+      ev('8101', '2026-11-11T10:00:00Z', {
+        eventOrigin: 'platform',
+        eventName: 'command',
+        propsString: { 'tg.command': 'start', 'tg.start_param': 'autumn' },
+      }),
+    ]);
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM events WHERE project_id = ${other.projectId} AND summarized IS NOT TRUE`;
+    expect(n).toBe(1);
+    await expect
+      .poll(async () => (await get('campaigns?from=2026-11-11&to=2026-11-11'))[0]?.campaign, { timeout: 10_000 })
+      .toBe('autumn');
+    await sendAll([plain()]);
+    await expect.poll(events1, { timeout: 10_000 }).toBe(3);
+    expect(await get(`campaigns?from=${day1}&to=${day1}`)).toEqual([
+      { campaign: 'autumn', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: null, newUsers: 0, activeUsers: 1, payers: 0, revenue: [] },
+    ]);
+  });
+
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
     const other = await provision(srv.url);
     const huge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');

@@ -277,7 +277,7 @@ describe('WindowSummaries with the users the reports already file', () => {
     for (const user of [1, 2, 3, 5, 6]) expect(filed.holds(P1, user, [day])).toBe(true);
     expect(filed.holds(P1, 3, [day - 1, day])).toBe(true);
     expect(filed.holds(P1, 4, [day])).toBe(false);
-    expect(filed.users).toBe(5);
+    expect(filed.size).toBe(5);
   });
 
   it('names a user the table rows of the window name (marked), and forgets them once folded', () => {
@@ -288,44 +288,5 @@ describe('WindowSummaries with the users the reports already file', () => {
     expect(rowsOf(w.rows(filed))).toEqual([{ user: '1', type: 'interaction', campaign: null, n: 1 }]);
     w.fileInto(filed);
     expect(filed.holds(P1, 1, [day])).toBe(false);
-  });
-});
-
-describe('FiledUsers', () => {
-  it('forgets everything when the report tables are not as its last fold left them', () => {
-    const filed = new FiledUsers();
-    filed.check('1000 0');
-    filed.add(P1, 1, [10]);
-    filed.settle('2000 0');
-    filed.check('2000 0');
-    expect(filed.holds(P1, 1, [10])).toBe(true);
-    // Changed by an erasure (the count), or folded by another instance (the watermark).
-    filed.check('2000 1');
-    expect(filed.holds(P1, 1, [10])).toBe(false);
-    filed.add(P1, 1, [10]);
-    filed.settle('3000 1');
-    filed.check('4000 1');
-    expect(filed.users).toBe(0);
-  });
-
-  it('keeps the latest days of a user and the most recently folded users, within its bounds', () => {
-    const filed = new FiledUsers();
-    filed.add(P1, 1, [1, 2, 3]);
-    filed.add(P1, 1, [4, 5]);
-    expect(filed.holds(P1, 1, [2, 3, 4, 5])).toBe(true);
-    expect(filed.holds(P1, 1, [1])).toBe(false);
-    for (let u = 2; u <= 100_001; u++) filed.add(P2, u, [1]);
-    filed.add(P1, 1, [5]);
-    expect(filed.users).toBe(100_000);
-    // The least recent of the project added to went: P2's user 2. P1's user 1, folded again, stays.
-    expect(filed.holds(P2, 2, [1])).toBe(false);
-    expect(filed.holds(P2, 3, [1])).toBe(true);
-    expect(filed.holds(P1, 1, [5])).toBe(true);
-    // A project's first user pushes out another project's least recent.
-    const P3 = '99999999-2222-4333-8444-555555555555';
-    filed.add(P3, 1, [1]);
-    expect(filed.users).toBe(100_000);
-    expect(filed.holds(P3, 1, [1])).toBe(true);
-    expect(filed.holds(P1, 1, [5])).toBe(false);
   });
 });

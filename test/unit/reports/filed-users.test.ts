@@ -1,0 +1,47 @@
+// The aggregator's memory of which users the report tables file on which days: dropped whole when the tables are
+// not as its last fold left them, bounded in users (least recently folded out first, whatever the project) and days.
+import { describe, expect, it } from 'vitest';
+import { FiledUsers } from '../../../src/reports/filed-users.js';
+
+const P1 = '11111111-2222-4333-8444-555555555555';
+const P2 = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+
+describe('FiledUsers', () => {
+  it('forgets everything when the report tables are not as its last fold left them', () => {
+    const filed = new FiledUsers();
+    filed.check('1000 0');
+    filed.add(P1, 1, [10]);
+    filed.settle('2000 0');
+    filed.check('2000 0');
+    expect(filed.holds(P1, 1, [10])).toBe(true);
+    // Changed by an erasure (the count), or folded by another instance (the watermark).
+    filed.check('2000 1');
+    expect(filed.holds(P1, 1, [10])).toBe(false);
+    filed.add(P1, 1, [10]);
+    filed.settle('3000 1');
+    filed.check('4000 1');
+    expect(filed.size).toBe(0);
+    expect(filed.stats).toEqual({ hits: 1, misses: 1 });
+  });
+
+  it('keeps the latest days of a user, and the most recently folded users of any project', () => {
+    const filed = new FiledUsers();
+    filed.add(P1, 1, [1, 2, 3]);
+    filed.add(P1, 1, [4, 5]);
+    expect(filed.holds(P1, 1, [2, 3, 4, 5])).toBe(true);
+    expect(filed.holds(P1, 1, [1])).toBe(false);
+    for (let u = 2; u <= 100_000; u++) filed.add(P1, u, [1]);
+    expect(filed.size).toBe(100_000);
+    // Folded again: the most recent now.
+    filed.add(P1, 1, [5]);
+    // Another project's users push out the least recently folded, P1's user 2 then 3.
+    filed.add(P2, 1, [1]);
+    filed.add(P2, 2, [1]);
+    expect(filed.size).toBe(100_000);
+    expect(filed.holds(P1, 2, [1])).toBe(false);
+    expect(filed.holds(P1, 3, [1])).toBe(false);
+    expect(filed.holds(P1, 4, [1])).toBe(true);
+    expect(filed.holds(P1, 1, [5])).toBe(true);
+    expect(filed.holds(P2, 1, [1]) && filed.holds(P2, 2, [1])).toBe(true);
+  });
+});
