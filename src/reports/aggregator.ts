@@ -11,6 +11,7 @@ import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES, SummaryFormatError } from '../pipeli
 import { FiledUsers } from './filed-users.js';
 import { Distinct, HASH_SQL } from './sketch.js';
 import { WindowSummaries } from './summaries.js';
+import { Turns } from './turns.js';
 
 /**
  * How large a window is, by what it costs: events read from the table, or, from summaries, the groups they make (a
@@ -33,7 +34,6 @@ const WINDOW_GROUPS = 4 * TARGET_ROWS;
 const READ_BYTES = 4 * 1024 * 1024;
 /** Users a window's rows no summary holds may name before its users' probes are all made (as before FiledUsers). */
 const TABLE_USERS = 10_000;
-const YIELD_EVERY_MS = 5;
 /** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
 const WRITERS = 'tg-ingest writer %';
 /** How long an open writer transaction can hold the watermark back. */
@@ -371,7 +371,7 @@ export class ReportAggregator {
     if (shrinkable && (list.length > WINDOW_SUMMARIES || list.reduce((n, s) => n + s.bytes, 0) > WINDOW_SUMMARY_BYTES))
       return null;
     const window = new WindowSummaries(Date.parse(from), Date.parse(to));
-    let yielded = performance.now();
+    const turn = new Turns();
     for (let i = 0; i < list.length; ) {
       // Fetched a few MiB at a time: a commit's summary is up to ~1 KiB an event.
       const ids: string[] = [];
@@ -389,11 +389,7 @@ export class ReportAggregator {
           throw err;
         }
         if (shrinkable && window.groups > WINDOW_GROUPS) return null;
-        // Grouping a busy window's events takes the main thread tens of milliseconds: the sockets are read between.
-        if (performance.now() - yielded > YIELD_EVERY_MS) {
-          await new Promise((r) => setImmediate(r));
-          yielded = performance.now();
-        }
+        await turn.take();
       }
     }
     const done = list.filter((s) => s.done).map((s) => s.id);
@@ -431,7 +427,7 @@ export class ReportAggregator {
     const started = performance.now();
     let source: keyof ReportAggregator['step'] = 'events';
     // What the window filed, told to this.filed once its transaction has committed.
-    let afterCommit: (() => void) | null = null;
+    let afterCommit: (() => void | Promise<void>) | null = null;
     const result = (await this.sql.begin(async (tx) => {
       const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
       if (!lock?.ok) return null;
@@ -525,10 +521,10 @@ export class ReportAggregator {
         if (othersMarked) {
           for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
         } else this.filed.clear();
-        const base = window.rows(othersMarked ? this.filed : null);
-        afterCommit = () => {
+        const base = await window.rows(othersMarked ? this.filed : null);
+        afterCommit = async () => {
           if (!othersMarked) return;
-          window.fileInto(this.filed);
+          await window.fileInto(this.filed);
           this.filed.settle(stamp(toMs, wm!.changed));
         };
         [row] = await tx.unsafe<{ events: number; sketches: SketchInput[] }[]>(FOLD_SUMMARIES, [
@@ -549,7 +545,7 @@ export class ReportAggregator {
       await tx`UPDATE report_watermark SET received_before = ${to}`;
       return { from, to, events: row!.events, rows: rows ?? row!.events, behind };
     })) as WindowResult | null;
-    (afterCommit as (() => void) | null)?.();
+    await (afterCommit as (() => void | Promise<void>) | null)?.();
     if (result === null) return null;
     if (Number.isNaN(result.events)) {
       // More summaries than a window may read at once: a smaller window, at once.

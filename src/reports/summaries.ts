@@ -4,6 +4,7 @@
 // one row each, to be read again by id.
 import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
 import type { FiledUsers } from './filed-users.js';
+import { Turns } from './turns.js';
 
 /** The fold's base rows as parallel arrays (the unnest() parameters of the fold). */
 export interface BaseRows {
@@ -126,11 +127,13 @@ export class WindowSummaries {
    * The grouped rows, once. The events of a user `filed` holds on each of their days, with no payment or campaign,
    * count alone: summed into rows of no user, as they change nothing else (src/reports/filed-users.ts).
    */
-  rows(filed: FiledUsers | null = null): BaseRows {
+  async rows(filed: FiledUsers | null = null): Promise<BaseRows> {
+    const turn = new Turns();
     for (const [projectId, users] of this.plain) {
       const marked = this.marked.get(projectId);
       let alone: Map<number, number> | undefined;
       for (const [user, days] of users) {
+        await turn.take();
         if (
           filed !== null &&
           !Number.isNaN(user) &&
@@ -169,11 +172,14 @@ export class WindowSummaries {
   }
 
   /** Once the window's fold has committed: the users it filed on their days, and those whose campaign it may have set. */
-  fileInto(filed: FiledUsers): void {
+  async fileInto(filed: FiledUsers): Promise<void> {
+    const turn = new Turns();
     for (const [projectId, users] of this.plain) {
       const marked = this.marked.get(projectId);
-      for (const [user, days] of users)
+      for (const [user, days] of users) {
+        await turn.take();
         if (!Number.isNaN(user) && marked?.get(user) !== true) filed.add(projectId, user, daysOf(days));
+      }
     }
     for (const [projectId, users] of this.marked)
       for (const [user, mayChangeCampaign] of users) if (mayChangeCampaign) filed.forget(projectId, user);

@@ -199,7 +199,7 @@ describe('withoutUsers', () => {
 });
 
 describe('WindowSummaries', () => {
-  it('groups the sections received inside the window as the fold does, and skips the others', () => {
+  it('groups the sections received inside the window as the fold does, and skips the others', async () => {
     const at = (ms: number) => new Date(Date.parse(AT) + ms).toISOString();
     const inside = new SummaryWriter(P1, at(0), 4);
     inside.add(ev());
@@ -213,7 +213,7 @@ describe('WindowSummaries', () => {
     outside.add(ev());
     const w = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT) + 999);
     w.add(Buffer.concat([inside.bytes(), later.bytes(), outside.bytes()]));
-    const r = w.rows();
+    const r = await w.rows();
     const rows = r.projectIds.map((_, i) => ({
       type: r.types[i],
       user: r.users[i],
@@ -241,10 +241,10 @@ describe('WindowSummaries with the users the reports already file', () => {
     w.add(s.bytes());
     return w;
   };
-  const rowsOf = (r: ReturnType<WindowSummaries['rows']>) =>
+  const rowsOf = (r: Awaited<ReturnType<WindowSummaries['rows']>>) =>
     r.projectIds.map((_, i) => ({ user: r.users[i], type: r.types[i], campaign: r.campaigns[i], n: r.counts[i] }));
 
-  it("counts a filed user's events on their filed days alone, and names everyone else", () => {
+  it("counts a filed user's events on their filed days alone, and names everyone else", async () => {
     const filed = new FiledUsers();
     filed.add(P1, 1, [day]);
     filed.add(P1, 2, [day]);
@@ -264,7 +264,7 @@ describe('WindowSummaries with the users the reports already file', () => {
       // Not filed at all.
       s.add(ev({ platformUserId: '6' }));
     }, 8);
-    const rows = rowsOf(w.rows(filed));
+    const rows = rowsOf(await w.rows(filed));
     expect(rows.filter((r) => r.user === null)).toEqual([
       { user: null, type: 'interaction', campaign: null, n: 2 },
       { user: null, type: 'message', campaign: null, n: 1 },
@@ -273,20 +273,20 @@ describe('WindowSummaries with the users the reports already file', () => {
     expect(rows.reduce((n, r) => n + r.n, 0)).toBe(8);
 
     // Once folded: 3, 5 and 6 are filed on the day, 1 and 2 still; 4 may have a campaign now, and is forgotten.
-    w.fileInto(filed);
+    await w.fileInto(filed);
     for (const user of [1, 2, 3, 5, 6]) expect(filed.holds(P1, user, [day])).toBe(true);
     expect(filed.holds(P1, 3, [day - 1, day])).toBe(true);
     expect(filed.holds(P1, 4, [day])).toBe(false);
     expect(filed.size).toBe(5);
   });
 
-  it('names a user the table rows of the window name (marked), and forgets them once folded', () => {
+  it('names a user the table rows of the window name (marked), and forgets them once folded', async () => {
     const filed = new FiledUsers();
     filed.add(P1, 1, [day]);
     const w = window((s) => s.add(ev({ platformUserId: '1' })), 1);
     w.mark(P1, 1, true);
-    expect(rowsOf(w.rows(filed))).toEqual([{ user: '1', type: 'interaction', campaign: null, n: 1 }]);
-    w.fileInto(filed);
+    expect(rowsOf(await w.rows(filed))).toEqual([{ user: '1', type: 'interaction', campaign: null, n: 1 }]);
+    await w.fileInto(filed);
     expect(filed.holds(P1, 1, [day])).toBe(false);
   });
 });
