@@ -431,9 +431,9 @@ export class ReportAggregator {
     const result = (await this.sql.begin(async (tx) => {
       const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
       if (!lock?.ok) return null;
-      await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true)`;
-      // Migration 13's triggers leave this transaction's own changes to report_users and report_active uncounted.
-      await tx`SELECT set_config('tg_ingest.folding', 'on', true)`;
+      // The version lets the watermark move (migration 10's guard); `folding` leaves this transaction's own changes
+      // to report_users and report_active uncounted by migration 13's triggers.
+      await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true), set_config('tg_ingest.folding', 'on', true)`;
       // The database's clock, not this instance's: every instance's requests are judged by one clock.
       // A window closes REPORTS_LAG_MS behind the start of the oldest writer transaction still open (or behind
       // now): the lag covers a request's wait for its transaction (at most WRITE_TIMEOUT_MS), and a transaction slow

@@ -11,7 +11,7 @@
 /** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
 /** Days remembered per user: the latest. */
-const MAX_DAYS = 4;
+export const MAX_DAYS = 4;
 
 export class FiledUsers {
   /** Per "project user": days (since 1970-01-01) the user is filed on under their campaign as it stands. */

@@ -3,7 +3,7 @@
 // those naming a campaign also by it, with the first and last time they were received; payments and refunds stay
 // one row each, to be read again by id.
 import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
-import type { FiledUsers } from './filed-users.js';
+import { type FiledUsers, MAX_DAYS } from './filed-users.js';
 import { Turns } from './turns.js';
 
 /** The fold's base rows as parallel arrays (the unnest() parameters of the fold). */
@@ -37,6 +37,8 @@ export class WindowSummaries {
   private readonly named = new Map<string, Named>();
   /** Per project, users with a payment or a campaign in the window (true: their campaign may have changed): never counted alone. */
   private readonly marked = new Map<string, Map<number, boolean>>();
+  /** Made by rows() for fileInto(): the users whose campaign the window leaves as it was, and their days (a few at most). */
+  private readonly filing: { projectId: string; user: number; days: number[] }[] = [];
   private readonly out: BaseRows = {
     projectIds: [],
     days: [],
@@ -132,27 +134,24 @@ export class WindowSummaries {
     for (const [projectId, users] of this.plain) {
       const marked = this.marked.get(projectId);
       let alone: Map<number, number> | undefined;
-      for (const [user, days] of users) {
-        await turn.take();
-        if (
-          filed !== null &&
-          !Number.isNaN(user) &&
-          marked?.has(user) !== true &&
-          filed.holds(projectId, user, daysOf(days))
-        ) {
-          alone ??= new Map();
-          for (const [k, n] of days) alone.set(k, (alone.get(k) ?? 0) + n);
-          continue;
+      for (const [user, counts] of users) {
+        const pause = turn.take();
+        if (pause) await pause;
+        const mark = marked?.get(user);
+        if (!Number.isNaN(user) && mark !== true) {
+          const days = daysOf(counts);
+          this.filing.push({ projectId, user, days });
+          // Never alone with a payment (mark false): the fold reads it again by id.
+          if (mark === undefined && filed?.holds(projectId, user, days)) {
+            alone ??= new Map();
+            for (const [k, n] of counts) alone.set(k, (alone.get(k) ?? 0) + n);
+            continue;
+          }
         }
-        for (const [k, n] of days) {
-          const day = Math.floor(k / 16);
-          this.push(projectId, day, SUMMARY_TYPES[k - day * 16]!, user, null, null, n, null, null);
-        }
+        for (const [k, n] of counts) this.push(projectId, dayOf(k), typeOf(k), user, null, null, n, null, null);
       }
-      for (const [k, n] of alone ?? []) {
-        const day = Math.floor(k / 16);
-        this.push(projectId, day, SUMMARY_TYPES[k - day * 16]!, Number.NaN, null, null, n, null, null);
-      }
+      for (const [k, n] of alone ?? [])
+        this.push(projectId, dayOf(k), typeOf(k), Number.NaN, null, null, n, null, null);
     }
     for (const g of this.named.values())
       this.push(
@@ -166,7 +165,8 @@ export class WindowSummaries {
         new Date(g.first).toISOString(),
         new Date(g.last).toISOString(),
       );
-    // Held for fileInto: the counts by user (plain) and the marks; the groups with a campaign are no longer needed.
+    // What fileInto needs is in `filing` and `marked`.
+    this.plain.clear();
     this.named.clear();
     return this.out;
   }
@@ -174,12 +174,10 @@ export class WindowSummaries {
   /** Once the window's fold has committed: the users it filed on their days, and those whose campaign it may have set. */
   async fileInto(filed: FiledUsers): Promise<void> {
     const turn = new Turns();
-    for (const [projectId, users] of this.plain) {
-      const marked = this.marked.get(projectId);
-      for (const [user, days] of users) {
-        await turn.take();
-        if (!Number.isNaN(user) && marked?.get(user) !== true) filed.add(projectId, user, daysOf(days));
-      }
+    for (const { projectId, user, days } of this.filing) {
+      const pause = turn.take();
+      if (pause) await pause;
+      filed.add(projectId, user, days);
     }
     for (const [projectId, users] of this.marked)
       for (const [user, mayChangeCampaign] of users) if (mayChangeCampaign) filed.forget(projectId, user);
@@ -209,12 +207,19 @@ export class WindowSummaries {
   }
 }
 
-/** The days of a user's counts, keyed day × 16 + type. */
+/** A user's counts are keyed day × 16 + type index. */
+const dayOf = (k: number) => Math.floor(k / 16);
+const typeOf = (k: number) => SUMMARY_TYPES[k - dayOf(k) * 16]!;
+
+/**
+ * The days of a user's counts, up to one more than FiledUsers remembers: that many already tells it cannot hold
+ * them all, and a user's days are the client's to choose (any date of 10,000 years), so no more are compared.
+ */
 function daysOf(counts: Map<number, number>): number[] {
   const days: number[] = [];
   for (const k of counts.keys()) {
-    const day = Math.floor(k / 16);
-    if (!days.includes(day)) days.push(day);
+    const day = dayOf(k);
+    if (!days.includes(day) && days.push(day) > MAX_DAYS) break;
   }
   return days;
 }
