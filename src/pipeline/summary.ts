@@ -26,6 +26,8 @@ const TYPE_INDEX = new Map<string, number>(SUMMARY_TYPES.map((t, i) => [t, i]));
 export const PAYMENT_NAMES: ReadonlySet<string> = new Set(['successful_payment', 'refunded_payment']);
 /** A campaign is the first 256 code points of start_param (what the reports keep). */
 export const CAMPAIGN_MAX_CHARS = 256;
+/** The most UTF-8 bytes those code points take. */
+const CAMPAIGN_MAX_BYTES = CAMPAIGN_MAX_CHARS * 4;
 
 /** Days since 1970-01-01 of a proleptic Gregorian date (year 0 is 1 BC), exact for every year. */
 function daysFromCivil(y: number, m: number, d: number): number {
@@ -207,6 +209,10 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
         need(2);
         const n = view.getUint16(at, true);
         need(2 + n);
+        // A campaign is a text key of the report tables: PostgreSQL's text holds no NUL, and a btree key no more than
+        // 2,704 bytes. Either would fail the fold, as above.
+        if (n === 0 || n > CAMPAIGN_MAX_BYTES || bytes.subarray(at + 2, at + 2 + n).includes(0))
+          throw new SummaryFormatError(`campaign at byte ${at}`);
         if (wanted) campaign = text.toString('utf8', at + 2, at + 2 + n);
         at += 2 + n;
       }

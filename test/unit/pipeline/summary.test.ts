@@ -192,6 +192,18 @@ describe('SummaryWriter and readSummary', () => {
     new DataView(never.buffer).setFloat64(17, Number.NaN, true);
     expect(() => read(never)).toThrow(SummaryFormatError);
   });
+
+  it('throws SummaryFormatError on a campaign no report table could key: empty, holding NUL, or longer than 256 code points can be (1,024 bytes)', () => {
+    const named = (campaign: string) => {
+      const w = new SummaryWriter(P1, AT, 1);
+      w.addRecord(42, utcDay('2026-11-24T10:00:00Z'), 1, campaign, null);
+      return w.bytes();
+    };
+    // The longest a writer makes: 256 code points of four bytes each.
+    expect(read(named('😀'.repeat(256))).records[0]!.campaign).toBe('😀'.repeat(256));
+    for (const campaign of ['', 'a\u0000b', '😀'.repeat(256) + 'a', 'x'.repeat(65_535)])
+      expect(() => read(named(campaign))).toThrow(SummaryFormatError);
+  });
 });
 
 describe('withoutUsers', () => {
