@@ -434,116 +434,35 @@ export class ReportAggregator {
       // The version lets the watermark move (migration 10's guard); `folding` leaves this transaction's own changes
       // to report_users and report_active uncounted by migration 13's triggers.
       await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true), set_config('tg_ingest.folding', 'on', true)`;
-      // The database's clock, not this instance's: every instance's requests are judged by one clock.
-      // A window closes REPORTS_LAG_MS behind the start of the oldest writer transaction still open (or behind
-      // now): the lag covers a request's wait for its transaction (at most WRITE_TIMEOUT_MS), and a transaction slow
-      // to commit (a standby that has not confirmed, a failover) holds the watermark back while it runs, so its rows
-      // are never passed over. Only the service's writers count (a psql session left open does not), for at most
-      // HOLD_BACK_MAX.
-      // A hand edit of report_users or report_active left open holds this row (migration 13): the fold gives way and
-      // tries again later, rather than hold the lock erasures wait for.
-      await tx`SET LOCAL lock_timeout = '2s'`;
-      const [wm] = await tx<{ at: number | null; now: number; since: number; changed: string }[]>`
-        SELECT users_changed::text AS changed, CASE WHEN received_before = '-infinity' THEN NULL
-                    ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
-               (extract(epoch FROM least(now(), (
-                 SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
-               ))) * 1000)::float8 AS now,
-               -- In whole milliseconds, as windows are: a window ends on it exactly.
-               ceil(extract(epoch FROM summaries_since) * 1000)::float8 AS since
-        FROM report_watermark FOR UPDATE`;
-      await tx`SET LOCAL lock_timeout TO DEFAULT`;
-      const until = new Date(wm!.now - this.opts.lagMs);
-      let from = wm!.at === null ? '-infinity' : new Date(wm!.at).toISOString();
-      if (from === '-infinity') {
-        // The first run: from the oldest stored event (the oldest partition that holds one, read once), or, with
-        // none, from now on. Stepping through empty months in hour-long windows would keep the database busy.
-        const parts = await tx<{ name: string }[]>`
-          SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-          WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$' ORDER BY 1`;
-        let oldest: Date | null = null;
-        for (const { name } of parts) {
-          const [m] = await tx.unsafe<{ at: Date | null }[]>(`SELECT min(received_at) AS at FROM ${name}`);
-          if (m?.at) {
-            oldest = m.at;
-            break;
-          }
-        }
-        from = new Date((oldest ?? until).getTime() - 1).toISOString();
-        if (oldest === null) {
-          await tx`UPDATE report_watermark SET received_before = ${from}`;
-          return null;
-        }
-      }
-      const fromMs = Date.parse(from);
-      if (!(fromMs < until.getTime())) return null;
-      // Events received before summaries began are read from the table; a window never mixes the two.
-      const since = wm!.since;
-      source = fromMs < since ? 'events' : 'summaries';
-      // Whole milliseconds, as the watermark is stored and read back (steps halve and quarter into fractions).
-      let toMs = Math.floor(Math.min(until.getTime(), fromMs + this.step[source]));
-      if (fromMs < since && toMs > since) toMs = since;
-      const to = new Date(toMs).toISOString();
-      const behind = toMs < until.getTime();
+      const w = await this.nextWindow(tx);
+      if (w === null) return null;
+      source = w.source;
+      const { from, to, behind } = w;
       // A window's grouping stays in memory: spilled to disk it cost the fold twice as much (measured).
       await tx`SET LOCAL work_mem = '64MB'`;
       // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
       // 3.6 s against 1.4 s for 900,000 events).
       await tx`SET LOCAL enable_sort = off`;
-      let row: { events: number; sketches: SketchInput[] } | undefined;
-      let rows: number | undefined;
+      let folded: Folded;
       if (source === 'events') {
         // BRIN summaries in a short transaction of their own, never waiting: its lock would hold off vacuum.
         await this.summarizeBrin(from, to);
-        [row] = await tx.unsafe<{ events: number; sketches: SketchInput[] }[]>(FOLD_EVENTS, [from, to]);
+        const [row] = await tx.unsafe<FoldRow[]>(FOLD_EVENTS, [from, to]);
+        folded = { row: row!, rows: row!.events };
       } else {
-        // Every report table is read by key here. Planned on the statistics of a table that was empty when last
-        // analyzed, a probe per user became a scan of the whole table per user (8,000 users: 0.7 s against 0.05 s).
-        await tx`SET LOCAL enable_seqscan = off`;
-        this.filed.check(stamp(wm!.at, wm!.changed));
-        const window = await this.readSummaries(tx, from, to, since);
-        if (window === null) return { from, to, events: Number.NaN, rows: Number.NaN, behind };
-        rows = window.groups;
-        // The window's rows no summary holds (a redelivery's commit through the staging table, a row by hand): their
-        // users go through the probes, as they may name a campaign. Past TABLE_USERS, every user does.
-        const others = await tx<{ project_id: string; user_id: string | null }[]>`
-          SELECT DISTINCT project_id::text, platform_user_id::text AS user_id FROM events
-          WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
-          LIMIT ${TABLE_USERS + 1}`;
-        if (rows === 0 && others.length === 0) {
+        const f = await this.foldSummaries(tx, w);
+        if (f === 'too big') return { from, to, events: Number.NaN, rows: Number.NaN, behind };
+        afterCommit = f.afterCommit;
+        if (f.row === null) {
           // A quiet window folds nothing.
           await tx`UPDATE report_watermark SET received_before = ${to}`;
-          afterCommit = () => this.filed.settle(stamp(toMs, wm!.changed));
           return { from, to, events: 0, rows: 0, behind };
         }
-        const othersMarked = others.length <= TABLE_USERS;
-        if (othersMarked) {
-          for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
-        } else this.filed.clear();
-        const base = await window.rows(othersMarked ? this.filed : null);
-        afterCommit = async () => {
-          if (!othersMarked) return;
-          await window.fileInto(this.filed);
-          this.filed.settle(stamp(toMs, wm!.changed));
-        };
-        [row] = await tx.unsafe<{ events: number; sketches: SketchInput[] }[]>(FOLD_SUMMARIES, [
-          from,
-          to,
-          base.projectIds,
-          base.days,
-          base.types,
-          base.users,
-          base.campaigns,
-          base.paymentIds,
-          base.counts,
-          base.firstAt,
-          base.lastAt,
-        ] as never[]);
+        folded = { row: f.row, rows: f.rows };
       }
-      await addToSketches(tx, row!.sketches);
+      await addToSketches(tx, folded.row.sketches);
       await tx`UPDATE report_watermark SET received_before = ${to}`;
-      return { from, to, events: row!.events, rows: rows ?? row!.events, behind };
+      return { from, to, events: folded.row.events, rows: folded.rows, behind };
     })) as WindowResult | null;
     await (afterCommit as (() => void | Promise<void>) | null)?.();
     if (result === null) return null;
@@ -558,6 +477,149 @@ export class ReportAggregator {
     else if (result.rows < TARGET_ROWS / 2) this.step[source] = Math.min(MAX_STEP_MS, this.step[source] * 2);
     return result;
   }
+
+  /**
+   * The window to fold next, read from the watermark (its row locked for the transaction); null when there is none
+   * yet. It ends at now − lag, at most a step from its start, and never spans where summaries began.
+   */
+  private async nextWindow(tx: Tx): Promise<FoldWindow | null> {
+    // The database's clock, not this instance's: every instance's requests are judged by one clock.
+    // A window closes REPORTS_LAG_MS behind the start of the oldest writer transaction still open (or behind
+    // now): the lag covers a request's wait for its transaction (at most WRITE_TIMEOUT_MS), and a transaction slow
+    // to commit (a standby that has not confirmed, a failover) holds the watermark back while it runs, so its rows
+    // are never passed over. Only the service's writers count (a psql session left open does not), for at most
+    // HOLD_BACK_MAX.
+    // A hand edit of report_users or report_active left open holds this row (migration 13): the fold gives way and
+    // tries again later, rather than hold the lock erasures wait for.
+    await tx`SET LOCAL lock_timeout = '2s'`;
+    const [wm] = await tx<{ at: number | null; now: number; since: number; changed: string }[]>`
+      SELECT users_changed::text AS changed, CASE WHEN received_before = '-infinity' THEN NULL
+                  ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
+             (extract(epoch FROM least(now(), (
+               SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
+               WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
+             ))) * 1000)::float8 AS now,
+             -- In whole milliseconds, as windows are: a window ends on it exactly.
+             ceil(extract(epoch FROM summaries_since) * 1000)::float8 AS since
+      FROM report_watermark FOR UPDATE`;
+    await tx`SET LOCAL lock_timeout TO DEFAULT`;
+    const until = new Date(wm!.now - this.opts.lagMs);
+    let from = wm!.at === null ? '-infinity' : new Date(wm!.at).toISOString();
+    if (from === '-infinity') {
+      // The first run: from the oldest stored event (the oldest partition that holds one, read once), or, with
+      // none, from now on. Stepping through empty months in hour-long windows would keep the database busy.
+      const parts = await tx<{ name: string }[]>`
+        SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$' ORDER BY 1`;
+      let oldest: Date | null = null;
+      for (const { name } of parts) {
+        const [m] = await tx.unsafe<{ at: Date | null }[]>(`SELECT min(received_at) AS at FROM ${name}`);
+        if (m?.at) {
+          oldest = m.at;
+          break;
+        }
+      }
+      from = new Date((oldest ?? until).getTime() - 1).toISOString();
+      if (oldest === null) {
+        await tx`UPDATE report_watermark SET received_before = ${from}`;
+        return null;
+      }
+    }
+    const fromMs = Date.parse(from);
+    if (!(fromMs < until.getTime())) return null;
+    // Events received before summaries began are read from the table; a window never mixes the two.
+    const since = wm!.since;
+    const source = fromMs < since ? 'events' : 'summaries';
+    // Whole milliseconds, as the watermark is stored and read back (steps halve and quarter into fractions).
+    let toMs = Math.floor(Math.min(until.getTime(), fromMs + this.step[source]));
+    if (fromMs < since && toMs > since) toMs = since;
+    return {
+      source,
+      from,
+      to: new Date(toMs).toISOString(),
+      since,
+      behind: toMs < until.getTime(),
+      stampBefore: stamp(wm!.at, wm!.changed),
+      stampAfter: stamp(toMs, wm!.changed),
+    };
+  }
+
+  /**
+   * A window's summaries, folded. 'too big' when it holds more than a window may read at once; `row` null when it
+   * holds nothing. `afterCommit` tells this.filed what the fold filed, once it has committed.
+   */
+  private async foldSummaries(
+    tx: Tx,
+    w: FoldWindow,
+  ): Promise<'too big' | { row: FoldRow | null; rows: number; afterCommit: () => void | Promise<void> }> {
+    const { from, to } = w;
+    // Every report table is read by key here. Planned on the statistics of a table that was empty when last
+    // analyzed, a probe per user became a scan of the whole table per user (8,000 users: 0.7 s against 0.05 s).
+    await tx`SET LOCAL enable_seqscan = off`;
+    this.filed.check(w.stampBefore);
+    const window = await this.readSummaries(tx, from, to, w.since);
+    if (window === null) return 'too big';
+    // The window's rows no summary holds (a redelivery's commit through the staging table, a row by hand): their
+    // users go through the probes, as they may name a campaign. Past TABLE_USERS, every user does.
+    const others = await tx<{ project_id: string; user_id: string | null }[]>`
+      SELECT DISTINCT project_id::text, platform_user_id::text AS user_id FROM events
+      WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
+      LIMIT ${TABLE_USERS + 1}`;
+    if (window.groups === 0 && others.length === 0)
+      return { row: null, rows: 0, afterCommit: () => this.filed.settle(w.stampAfter) };
+    const othersMarked = others.length <= TABLE_USERS;
+    if (othersMarked) {
+      for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
+    } else this.filed.clear();
+    const base = await window.rows(othersMarked ? this.filed : null);
+    const [row] = await tx.unsafe<FoldRow[]>(FOLD_SUMMARIES, [
+      from,
+      to,
+      base.projectIds,
+      base.days,
+      base.types,
+      base.users,
+      base.campaigns,
+      base.paymentIds,
+      base.counts,
+      base.firstAt,
+      base.lastAt,
+    ] as never[]);
+    return {
+      row: row!,
+      rows: window.groups,
+      afterCommit: async () => {
+        if (!othersMarked) return;
+        await window.fileInto(this.filed);
+        this.filed.settle(w.stampAfter);
+      },
+    };
+  }
+}
+
+/** The window a fold closes, as nextWindow chose it. */
+interface FoldWindow {
+  source: 'events' | 'summaries';
+  from: string;
+  to: string;
+  /** ms since 1970: where summaries began. */
+  since: number;
+  behind: boolean;
+  /** The report tables as the last fold left them, and as this one will (FiledUsers). */
+  stampBefore: string;
+  stampAfter: string;
+}
+
+/** What the fold statements return. */
+interface FoldRow {
+  events: number;
+  sketches: SketchInput[];
+}
+
+/** A folded window: its statement's row, and its size by TARGET_ROWS. */
+interface Folded {
+  row: FoldRow;
+  rows: number;
 }
 
 /** The report tables as a fold leaves them: its watermark, and the changes made by others (migration 13). */
