@@ -32,7 +32,7 @@ const WINDOW_SUMMARIES = 200_000;
 const WINDOW_GROUPS = 4 * TARGET_ROWS;
 /** Summaries fetched per query, by their bytes. */
 const READ_BYTES = 4 * 1024 * 1024;
-/** Users a window's rows no summary holds may name before its users' probes are all made (as before FiledUsers). */
+/** Users a window's rows no summary holds may name before every user of their projects is probed (as before FiledUsers). */
 const TABLE_USERS = 10_000;
 /** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
 const WRITERS = 'tg-ingest writer %';
@@ -560,18 +560,26 @@ export class ReportAggregator {
     const window = await this.readSummaries(tx, from, to, w.since);
     if (window === null) return 'too big';
     // The window's rows no summary holds (a redelivery's commit through the staging table, a row by hand): their
-    // users go through the probes, as they may name a campaign. Past TABLE_USERS, every user does.
+    // users go through the probes, as they may name a campaign. Past TABLE_USERS, every user of their projects does,
+    // and only theirs: a tenant resending event ids costs its neighbours nothing.
     const others = await tx<{ project_id: string; user_id: string | null }[]>`
       SELECT DISTINCT project_id::text, platform_user_id::text AS user_id FROM events
       WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
       LIMIT ${TABLE_USERS + 1}`;
     if (window.groups === 0 && others.length === 0)
       return { row: null, rows: 0, afterCommit: () => this.filed.settle(w.stampAfter) };
-    const othersMarked = others.length <= TABLE_USERS;
-    if (othersMarked) {
+    if (others.length <= TABLE_USERS) {
       for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
-    } else this.filed.clear();
-    const base = await window.rows(othersMarked ? this.filed : null);
+    } else {
+      const projects = await tx<{ project_id: string }[]>`
+        SELECT DISTINCT project_id::text FROM events
+        WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}`;
+      for (const projectId of new Set([...others, ...projects].map((o) => o.project_id))) {
+        window.markProject(projectId);
+        this.filed.forgetProject(projectId);
+      }
+    }
+    const base = await window.rows(this.filed);
     const [row] = await tx.unsafe<FoldRow[]>(FOLD_SUMMARIES, [
       from,
       to,
@@ -589,7 +597,6 @@ export class ReportAggregator {
       row: row!,
       rows: window.groups,
       afterCommit: async () => {
-        if (!othersMarked) return;
         await window.fileInto(this.filed);
         this.filed.settle(w.stampAfter);
       },

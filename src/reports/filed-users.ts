@@ -6,7 +6,8 @@
 //
 // What is remembered holds only while nothing but this aggregator changed those rows since it last folded: the
 // stamp is the watermark this instance left and the count of changes by anything else (migration 13's triggers: an
-// erasure, a hand edit). Another instance's fold moves the watermark; either makes the aggregator forget it all.
+// erasure, a hand edit). Another instance's fold moves the watermark; either makes the aggregator forget it all. A
+// window's rows that no summary holds may set campaigns: their users are forgotten, or, past a number, their projects'.
 
 /** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
@@ -53,6 +54,12 @@ export class FiledUsers {
     const merged = known === undefined ? [...days] : [...known.filter((d) => !days.includes(d)), ...days];
     this.users.set(key, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
     if (this.users.size > MAX_USERS) this.users.delete(this.users.keys().next().value!);
+  }
+
+  /** A window may have changed the campaigns of any of the project's users: their days are filed anew as they come back. */
+  forgetProject(projectId: string): void {
+    const prefix = `${projectId} `;
+    for (const key of this.users.keys()) if (key.startsWith(prefix)) this.users.delete(key);
   }
 
   /** A folded window may have changed the user's campaign: their days are filed anew as they come back. */

@@ -37,6 +37,8 @@ export class WindowSummaries {
   private readonly named = new Map<string, Named>();
   /** Per project, users with a payment or a campaign in the window (true: their campaign may have changed): never counted alone. */
   private readonly marked = new Map<string, Map<number, boolean>>();
+  /** Projects any of whose users' campaigns the window may have changed (markProject). */
+  private readonly markedProjects = new Set<string>();
   /** Made by rows() for fileInto(): the users whose campaign the window leaves as it was, and their days (a few at most). */
   private readonly filing: { projectId: string; user: number; days: number[] }[] = [];
   private readonly out: BaseRows = {
@@ -125,6 +127,11 @@ export class WindowSummaries {
     if (mayChangeCampaign || !users.has(user)) users.set(user, mayChangeCampaign);
   }
 
+  /** As mark(…, true) for every user of the project: too many of them are named outside the summaries to list. */
+  markProject(projectId: string): void {
+    this.markedProjects.add(projectId);
+  }
+
   /**
    * The grouped rows, once. The events of a user `filed` holds on each of their days, with no payment or campaign,
    * count alone: summed into rows of no user, as they change nothing else (src/reports/filed-users.ts).
@@ -133,11 +140,12 @@ export class WindowSummaries {
     const turn = new Turns();
     for (const [projectId, users] of this.plain) {
       const marked = this.marked.get(projectId);
+      const allMarked = this.markedProjects.has(projectId);
       let alone: Map<number, number> | undefined;
       for (const [user, counts] of users) {
         const pause = turn.take();
         if (pause) await pause;
-        const mark = marked?.get(user);
+        const mark = allMarked || marked?.get(user);
         if (!Number.isNaN(user) && mark !== true) {
           const days = daysOf(counts);
           this.filing.push({ projectId, user, days });

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { SummaryWriter, utcDay } from '../../src/pipeline/summary.js';
+import { connect } from '../../src/db/connect.js';
 import { FOLD_VERSION } from '../../src/reports/aggregator.js';
 import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -55,6 +56,18 @@ async function send(token: string, events: Sent[], expectStored: Sent[]): Promis
   const r = await postBotApi(srv.url, token, { events });
   expect([202, 400]).toContain(r.status);
   for (const e of expectStored) if (!stored.some((s) => s.eventId === e.eventId)) stored.push(e);
+}
+
+/** Users of a window counted without a probe (hits) and with one (misses): tg_ingest_cache_requests_total. */
+async function filedUsers(): Promise<{ hits: number; misses: number }> {
+  const text = (await admin(srv.url, 'GET', '/metrics')).text as string;
+  const count = (result: string) =>
+    Number(
+      new RegExp(`^tg_ingest_cache_requests_total\\{cache="filed_users",result="${result}"\\} (\\d+)`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  return { hits: count('hit'), misses: count('miss') };
 }
 
 const report = async (path: string) =>
@@ -355,6 +368,48 @@ describe('reports', () => {
       { campaign: 'autumn', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
       { campaign: null, newUsers: 0, activeUsers: 1, payers: 0, revenue: [] },
     ]);
+  });
+
+  it("still counts one project's remembered users without a probe when another's rows no summary holds name over 10,000 users", async () => {
+    const quiet = await provision(srv.url);
+    const busy = await provision(srv.url);
+    const day = '2026-11-12';
+    const daily = async (q: Provisioned) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${q.projectId}/reports/daily?from=${day}&to=${day}`)).body[0];
+    const sendQuiet = async () =>
+      expect((await postBotApi(srv.url, quiet.token, { events: [ev('8201', `${day}T10:00:00Z`)] })).status).toBe(202);
+    await sendQuiet();
+    await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 1 });
+    let before = await filedUsers();
+    await sendQuiet();
+    await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 2 });
+    expect(await filedUsers()).toEqual({ hits: before.hits + 1, misses: before.misses });
+    // One window holds the quiet project's third request and 10,001 users of the busy one in rows no summary holds
+    // (as a tenant's redeliveries would): an open writer's transaction holds the window back until both are in.
+    const writer = connect(db.url, { max: 1, name: 'tg-ingest writer test' });
+    try {
+      before = await filedUsers();
+      await writer.begin(async (tx) => {
+        await tx`SELECT txid_current()`;
+        await sendQuiet();
+        const [{ at }] = await db.sql<{ at: string }[]>`
+          SELECT max(received_at)::text AS at FROM events WHERE project_id = ${quiet.projectId}`;
+        await tx`
+          INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                              platform_user_id, origin, channel, billed)
+          SELECT ${busy.projectId}, ${busy.botId}, gen_random_uuid(), 'message_received', 'message',
+                 ${`${day}T10:00:00Z`}, ${at}::timestamptz, 9_000_000 + g, 'custom', 'bot_api', true
+          FROM generate_series(1, 10_001) g`;
+      });
+    } finally {
+      await writer.end();
+    }
+    await expect
+      .poll(daily.bind(null, busy), { timeout: 20_000 })
+      .toMatchObject({ events: 10_001, activeUsers: 10_001 });
+    await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 3, activeUsers: 1 });
+    // The quiet project's user was still remembered: counted without a probe.
+    expect(await filedUsers()).toEqual({ hits: before.hits + 1, misses: before.misses });
   });
 
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {

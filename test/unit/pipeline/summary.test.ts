@@ -325,4 +325,27 @@ describe('WindowSummaries with the users the reports already file', () => {
     await w.fileInto(filed);
     expect(filed.holds(P1, 1, [day])).toBe(false);
   });
+
+  it("names every user of a project marked whole, and files none of them, leaving other projects' users as they were", async () => {
+    const filed = new FiledUsers();
+    for (const p of [P1, P2]) for (const user of [1, 2]) filed.add(p, user, [day]);
+    filed.forgetProject(P1);
+    const s = new SummaryWriter(P1, AT, 2);
+    s.add(ev({ platformUserId: '1' }));
+    s.add(ev({ platformUserId: '3' }));
+    const t = new SummaryWriter(P2, AT, 1);
+    t.add(ev({ platformUserId: '1' }));
+    const w = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT) + 1);
+    w.add(Buffer.concat([s.bytes(), t.bytes()]));
+    w.markProject(P1);
+    const r = await w.rows(filed);
+    expect(r.projectIds.map((p, i) => [p, r.users[i]])).toEqual([
+      [P1, '1'],
+      [P1, '3'],
+      [P2, null],
+    ]);
+    await w.fileInto(filed);
+    for (const user of [1, 2, 3]) expect(filed.holds(P1, user, [day])).toBe(false);
+    for (const user of [1, 2]) expect(filed.holds(P2, user, [day])).toBe(true);
+  });
 });
