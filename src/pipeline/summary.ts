@@ -11,6 +11,7 @@
 //   f64 user id (NaN: none), i32 UTC day (days since 1970-01-01), u8 event type (index in SUMMARY_TYPES), u8 flags;
 //   flags & CAMPAIGN: u16 byte length and the UTF-8 of the campaign (start_param, at most 256 code points);
 //   flags & PAYMENT: the 16 bytes of the event id (a successful_payment or refunded_payment, read again by id).
+import { isUtf8 } from 'node:buffer';
 import { EVENT_TYPES } from './event.js';
 import { truncateCodePoints } from './strings.js';
 
@@ -210,8 +211,10 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
         const n = view.getUint16(at, true);
         need(2 + n);
         // A campaign is a text key of the report tables: PostgreSQL's text holds no NUL, and a btree key no more than
-        // 2,704 bytes. Either would fail the fold, as above.
-        if (n === 0 || n > CAMPAIGN_MAX_BYTES || bytes.subarray(at + 2, at + 2 + n).includes(0))
+        // 2,704 bytes (bytes that are not UTF-8 would each decode to three). Either would fail the fold, as above;
+        // an empty one the writer never makes.
+        const campaignBytes = bytes.subarray(at + 2, at + 2 + n);
+        if (n === 0 || n > CAMPAIGN_MAX_BYTES || campaignBytes.includes(0) || !isUtf8(campaignBytes))
           throw new SummaryFormatError(`campaign at byte ${at}`);
         if (wanted) campaign = text.toString('utf8', at + 2, at + 2 + n);
         at += 2 + n;

@@ -34,6 +34,8 @@ const WINDOW_GROUPS = 4 * TARGET_ROWS;
 const READ_BYTES = 4 * 1024 * 1024;
 /** Users a window's rows no summary holds may name before every user of their projects is probed (as before FiledUsers). */
 const TABLE_USERS = 10_000;
+/** Projects those rows may name before every user of the window is probed, and none remembered. */
+const TABLE_PROJECTS = 1_000;
 /** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
 const WRITERS = 'tg-ingest writer %';
 /** How long an open writer transaction can hold the watermark back. */
@@ -559,27 +561,21 @@ export class ReportAggregator {
     this.filed.check(w.stampBefore);
     const window = await this.readSummaries(tx, from, to, w.since);
     if (window === null) return 'too big';
-    // The window's rows no summary holds (a redelivery's commit through the staging table, a row by hand): their
-    // users go through the probes, as they may name a campaign. Past TABLE_USERS, every user of their projects does,
-    // and only theirs: a tenant resending event ids costs its neighbours nothing.
-    const others = await tx<{ project_id: string; user_id: string | null }[]>`
-      SELECT DISTINCT project_id::text, platform_user_id::text AS user_id FROM events
-      WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
-      LIMIT ${TABLE_USERS + 1}`;
-    if (window.groups === 0 && others.length === 0)
+    // The window's rows no summary holds (a redelivery's commit through the staging table, a user id past 2^53, a row
+    // by hand): their users go through the probes, as they may name a campaign; past TABLE_USERS, every user of their
+    // projects does, and only theirs, so a tenant resending event ids costs its neighbours nothing.
+    const outside = await namedOutside(tx, from, to);
+    if (window.groups === 0 && outside !== null && 'users' in outside && outside.users.length === 0)
       return { row: null, rows: 0, afterCommit: () => this.filed.settle(w.stampAfter) };
-    if (others.length <= TABLE_USERS) {
-      for (const o of others) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
+    let remember = outside !== null;
+    if (outside === null) this.filed.clear();
+    else if ('users' in outside) {
+      for (const o of outside.users) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
     } else {
-      const projects = await tx<{ project_id: string }[]>`
-        SELECT DISTINCT project_id::text FROM events
-        WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}`;
-      for (const projectId of new Set([...others, ...projects].map((o) => o.project_id))) {
-        window.markProject(projectId);
-        this.filed.forgetProject(projectId);
-      }
+      for (const projectId of outside.projects) window.markProject(projectId);
+      await this.filed.forgetProjects(outside.projects);
     }
-    const base = await window.rows(this.filed);
+    const base = await window.rows(remember ? this.filed : null);
     const [row] = await tx.unsafe<FoldRow[]>(FOLD_SUMMARIES, [
       from,
       to,
@@ -593,10 +589,17 @@ export class ReportAggregator {
       base.firstAt,
       base.lastAt,
     ] as never[]);
+    // Each statement reads its own snapshot (READ COMMITTED): a row committed into the window after the read above
+    // was folded without its user marked. Read again now, anything named and not marked makes the memory unsure.
+    if (remember && !covers(window, await namedOutside(tx, from, to))) {
+      this.filed.clear();
+      remember = false;
+    }
     return {
       row: row!,
       rows: window.groups,
       afterCommit: async () => {
+        if (!remember) return;
         await window.fileInto(this.filed);
         this.filed.settle(w.stampAfter);
       },
@@ -627,6 +630,33 @@ interface FoldRow {
 interface Folded {
   row: FoldRow;
   rows: number;
+}
+
+/**
+ * Who the window's rows that no summary holds name: their users, or past TABLE_USERS their projects, or past
+ * TABLE_PROJECTS null (every user of the window is probed, and none remembered).
+ */
+type NamedOutside = { users: { project_id: string; user_id: string | null }[] } | { projects: Set<string> } | null;
+
+async function namedOutside(tx: Tx, from: string, to: string): Promise<NamedOutside> {
+  const users = await tx<{ project_id: string; user_id: string | null }[]>`
+    SELECT DISTINCT project_id::text, platform_user_id::text AS user_id FROM events
+    WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
+    LIMIT ${TABLE_USERS + 1}`;
+  if (users.length <= TABLE_USERS) return { users };
+  const projects = await tx<{ project_id: string }[]>`
+    SELECT DISTINCT project_id::text FROM events
+    WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
+    LIMIT ${TABLE_PROJECTS + 1}`;
+  if (projects.length > TABLE_PROJECTS) return null;
+  return { projects: new Set([...users, ...projects].map((p) => p.project_id)) };
+}
+
+/** Whether the window marked everyone `named` names (WindowSummaries.mark, markProject). */
+function covers(window: WindowSummaries, named: NamedOutside): boolean {
+  if (named === null) return false;
+  if ('projects' in named) return [...named.projects].every((p) => window.marksProject(p));
+  return named.users.every((u) => u.user_id === null || window.marksUser(u.project_id, Number(u.user_id)));
 }
 
 /** The report tables as a fold leaves them: its watermark, and the changes made by others (migration 13). */

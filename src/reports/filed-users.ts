@@ -9,6 +9,8 @@
 // erasure, a hand edit). Another instance's fold moves the watermark; either makes the aggregator forget it all. A
 // window's rows that no summary holds may set campaigns: their users are forgotten, or, past a number, their projects'.
 
+import { Turns } from './turns.js';
+
 /** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
 /** Days remembered per user: the latest. */
@@ -56,10 +58,17 @@ export class FiledUsers {
     if (this.users.size > MAX_USERS) this.users.delete(this.users.keys().next().value!);
   }
 
-  /** A window may have changed the campaigns of any of the project's users: their days are filed anew as they come back. */
-  forgetProject(projectId: string): void {
-    const prefix = `${projectId} `;
-    for (const key of this.users.keys()) if (key.startsWith(prefix)) this.users.delete(key);
+  /**
+   * A window may have changed the campaigns of any user of these projects: their days are filed anew as they come
+   * back. One pass over what is remembered, in turns of the main thread.
+   */
+  async forgetProjects(projectIds: ReadonlySet<string>): Promise<void> {
+    const turn = new Turns();
+    for (const key of this.users.keys()) {
+      const pause = turn.take();
+      if (pause) await pause;
+      if (projectIds.has(key.slice(0, key.indexOf(' ')))) this.users.delete(key);
+    }
   }
 
   /** A folded window may have changed the user's campaign: their days are filed anew as they come back. */

@@ -132,6 +132,15 @@ export class WindowSummaries {
     this.markedProjects.add(projectId);
   }
 
+  /** Whether mark(…, true) or markProject named the user. */
+  marksUser(projectId: string, user: number): boolean {
+    return this.markedProjects.has(projectId) || this.marked.get(projectId)?.get(user) === true;
+  }
+
+  marksProject(projectId: string): boolean {
+    return this.markedProjects.has(projectId);
+  }
+
   /**
    * The grouped rows, once. The events of a user `filed` holds on each of their days, with no payment or campaign,
    * count alone: summed into rows of no user, as they change nothing else (src/reports/filed-users.ts).

@@ -398,8 +398,8 @@ describe('reports', () => {
           INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
                               platform_user_id, origin, channel, billed)
           SELECT ${busy.projectId}, ${busy.botId}, gen_random_uuid(), 'message_received', 'message',
-                 ${`${day}T10:00:00Z`}, ${at}::timestamptz, 9_000_000 + g, 'custom', 'bot_api', true
-          FROM generate_series(1, 10_001) g`;
+                 ${`${day}T10:00:00Z`}, ${at}::timestamptz, 9000000 + g, 'custom', 'bot_api', true
+          FROM generate_series(1, 10001) g`;
       });
     } finally {
       await writer.end();
@@ -408,8 +408,11 @@ describe('reports', () => {
       .poll(daily.bind(null, busy), { timeout: 20_000 })
       .toMatchObject({ events: 10_001, activeUsers: 10_001 });
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 3, activeUsers: 1 });
-    // The quiet project's user was still remembered: counted without a probe.
+    // The quiet project's user was still remembered: counted without a probe, and so again in the next window.
     expect(await filedUsers()).toEqual({ hits: before.hits + 1, misses: before.misses });
+    await sendQuiet();
+    await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 4, activeUsers: 1 });
+    expect(await filedUsers()).toEqual({ hits: before.hits + 2, misses: before.misses });
   });
 
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {

@@ -193,7 +193,7 @@ describe('SummaryWriter and readSummary', () => {
     expect(() => read(never)).toThrow(SummaryFormatError);
   });
 
-  it('throws SummaryFormatError on a campaign no report table could key: empty, holding NUL, or longer than 256 code points can be (1,024 bytes)', () => {
+  it('throws SummaryFormatError on a campaign no report table could key: empty, holding NUL or bytes no UTF-8, or longer than 256 code points can be (1,024 bytes)', () => {
     const named = (campaign: string) => {
       const w = new SummaryWriter(P1, AT, 1);
       w.addRecord(42, utcDay('2026-11-24T10:00:00Z'), 1, campaign, null);
@@ -203,6 +203,10 @@ describe('SummaryWriter and readSummary', () => {
     expect(read(named('😀'.repeat(256))).records[0]!.campaign).toBe('😀'.repeat(256));
     for (const campaign of ['', 'a\u0000b', '😀'.repeat(256) + 'a', 'x'.repeat(65_535)])
       expect(() => read(named(campaign))).toThrow(SummaryFormatError);
+    // Bytes that are no UTF-8 (a hand edit), which would each read back as three.
+    const bad = Uint8Array.from(named('abc'));
+    bad[bad.byteLength - 1] = 0xff;
+    expect(() => read(bad)).toThrow(SummaryFormatError);
   });
 });
 
@@ -326,26 +330,30 @@ describe('WindowSummaries with the users the reports already file', () => {
     expect(filed.holds(P1, 1, [day])).toBe(false);
   });
 
-  it("names every user of a project marked whole, and files none of them, leaving other projects' users as they were", async () => {
+  it('names every user of a project marked whole, held or not, and files none of them; other projects as before', async () => {
     const filed = new FiledUsers();
     for (const p of [P1, P2]) for (const user of [1, 2]) filed.add(p, user, [day]);
-    filed.forgetProject(P1);
     const s = new SummaryWriter(P1, AT, 2);
     s.add(ev({ platformUserId: '1' }));
     s.add(ev({ platformUserId: '3' }));
-    const t = new SummaryWriter(P2, AT, 1);
+    const t = new SummaryWriter(P2, AT, 2);
     t.add(ev({ platformUserId: '1' }));
+    t.add(ev({ platformUserId: '3' }));
     const w = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT) + 1);
     w.add(Buffer.concat([s.bytes(), t.bytes()]));
     w.markProject(P1);
+    expect(w.marksUser(P1, 1) && w.marksUser(P1, 3) && w.marksProject(P1)).toBe(true);
+    expect(w.marksUser(P2, 1) || w.marksProject(P2)).toBe(false);
     const r = await w.rows(filed);
+    // P1's user 1, though held, is named; P2's is counted alone.
     expect(r.projectIds.map((p, i) => [p, r.users[i]])).toEqual([
       [P1, '1'],
       [P1, '3'],
+      [P2, '3'],
       [P2, null],
     ]);
     await w.fileInto(filed);
-    for (const user of [1, 2, 3]) expect(filed.holds(P1, user, [day])).toBe(false);
-    for (const user of [1, 2]) expect(filed.holds(P2, user, [day])).toBe(true);
+    expect(filed.holds(P1, 3, [day])).toBe(false);
+    for (const user of [1, 2, 3]) expect(filed.holds(P2, user, [day])).toBe(true);
   });
 });

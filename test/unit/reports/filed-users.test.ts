@@ -44,4 +44,16 @@ describe('FiledUsers', () => {
     expect(filed.holds(P1, 1, [5])).toBe(true);
     expect(filed.holds(P2, 1, [1]) && filed.holds(P2, 2, [1])).toBe(true);
   });
+
+  it("forgets the users of the projects named, in one pass, and keeps the others'", async () => {
+    const filed = new FiledUsers();
+    const P3 = '99999999-8888-4777-8666-555555555555';
+    for (let u = 1; u <= 30_000; u++) for (const p of [P1, P2, P3]) filed.add(p, u, [1]);
+    await filed.forgetProjects(new Set([P1, P3]));
+    expect(filed.size).toBe(30_000);
+    for (const u of [1, 15_000, 30_000]) {
+      expect(filed.holds(P1, u, [1]) || filed.holds(P3, u, [1])).toBe(false);
+      expect(filed.holds(P2, u, [1])).toBe(true);
+    }
+  });
 });
