@@ -573,7 +573,7 @@ export class ReportAggregator {
       for (const o of outside.users) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
     } else {
       for (const projectId of outside.projects) window.markProject(projectId);
-      await this.filed.forgetProjects(outside.projects);
+      this.filed.forgetProjects(outside.projects);
     }
     const base = await window.rows(remember ? this.filed : null);
     const [row] = await tx.unsafe<FoldRow[]>(FOLD_SUMMARIES, [

@@ -8,8 +8,10 @@
 // stamp is the watermark this instance left and the count of changes by anything else (migration 13's triggers: an
 // erasure, a hand edit). Another instance's fold moves the watermark; either makes the aggregator forget it all. A
 // window's rows that no summary holds may set campaigns: their users are forgotten, or, past a number, their projects'.
-
-import { Turns } from './turns.js';
+//
+// Full, a project holding an equal share or more makes room itself (its least recently folded user first), and one
+// under it takes the room of the project holding the most: a tenant with more active users than the memory holds
+// turns its own over, not its neighbours'.
 
 /** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
@@ -17,8 +19,14 @@ const MAX_USERS = 100_000;
 export const MAX_DAYS = 4;
 
 export class FiledUsers {
-  /** Per "project user": days (since 1970-01-01) the user is filed on under their campaign as it stands. */
-  private readonly users = new Map<string, number[]>();
+  /**
+   * Per project, per user: days (since 1970-01-01) the user is filed on under their campaign as it stands; each
+   * project's users in the order they were last folded, least recent first.
+   */
+  private readonly projects = new Map<string, Map<number, number[]>>();
+  private users = 0;
+  /** The project holding the most users, as far as adding them told (the first to make room for others). */
+  private largest: string | null = null;
   private stamp: string | null = null;
   /** Users asked about (tg_ingest_cache_requests_total): a hit is a user counted without a probe. */
   readonly stats = { hits: 0, misses: 0 };
@@ -34,13 +42,15 @@ export class FiledUsers {
   }
 
   clear(): void {
-    this.users.clear();
+    this.projects.clear();
+    this.users = 0;
+    this.largest = null;
     this.stamp = null;
   }
 
   /** Whether the user is filed on every one of `days`. */
   holds(projectId: string, user: number, days: readonly number[]): boolean {
-    const known = this.users.get(`${projectId} ${user}`);
+    const known = this.projects.get(projectId)?.get(user);
     const held = known !== undefined && days.every((d) => known.includes(d));
     if (held) this.stats.hits++;
     else this.stats.misses++;
@@ -49,34 +59,68 @@ export class FiledUsers {
 
   /** A folded window filed the user on `days`, under a campaign it did not change. */
   add(projectId: string, user: number, days: readonly number[]): void {
-    const key = `${projectId} ${user}`;
-    const known = this.users.get(key);
+    let users = this.projects.get(projectId);
+    if (users === undefined) this.projects.set(projectId, (users = new Map()));
+    const known = users.get(user);
     // Deleted and set again: a Map iterates in insertion order, so its first entry is the least recently folded.
-    if (known !== undefined) this.users.delete(key);
+    if (known !== undefined) users.delete(user);
+    else this.users++;
     const merged = known === undefined ? [...days] : [...known.filter((d) => !days.includes(d)), ...days];
-    this.users.set(key, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
-    if (this.users.size > MAX_USERS) this.users.delete(this.users.keys().next().value!);
+    users.set(user, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
+    const largest = this.largest === null ? undefined : this.projects.get(this.largest);
+    if (largest === undefined || users.size > largest.size) this.largest = projectId;
+    if (this.users > MAX_USERS) this.makeRoom(users);
   }
 
-  /**
-   * A window may have changed the campaigns of any user of these projects: their days are filed anew as they come
-   * back. One pass over what is remembered, in turns of the main thread.
-   */
-  async forgetProjects(projectIds: ReadonlySet<string>): Promise<void> {
-    const turn = new Turns();
-    for (const key of this.users.keys()) {
-      const pause = turn.take();
-      if (pause) await pause;
-      if (projectIds.has(key.slice(0, key.indexOf(' ')))) this.users.delete(key);
-    }
+  /** A window may have changed the campaigns of any user of these projects: their days are filed anew as they come back. */
+  forgetProjects(projectIds: Iterable<string>): void {
+    for (const projectId of projectIds) this.dropProject(projectId);
   }
 
   /** A folded window may have changed the user's campaign: their days are filed anew as they come back. */
   forget(projectId: string, user: number): void {
-    this.users.delete(`${projectId} ${user}`);
+    const users = this.projects.get(projectId);
+    if (users?.delete(user)) {
+      this.users--;
+      if (users.size === 0) this.dropProject(projectId);
+    }
   }
 
   get size(): number {
-    return this.users.size;
+    return this.users;
+  }
+
+  /** One user less, for `adding`'s user just added: see the head of this file. */
+  private makeRoom(adding: Map<number, number[]>): void {
+    let from = adding;
+    let projectId: string | null = null;
+    if (adding.size * this.projects.size < MAX_USERS) {
+      const largest = this.largest === null ? undefined : this.projects.get(this.largest);
+      if (largest === undefined || largest === adding) this.largest = this.findLargest();
+      projectId = this.largest!;
+      from = this.projects.get(projectId)!;
+    }
+    from.delete(from.keys().next().value!);
+    this.users--;
+    if (from.size === 0 && projectId !== null) this.dropProject(projectId);
+  }
+
+  private dropProject(projectId: string): void {
+    const users = this.projects.get(projectId);
+    if (users === undefined) return;
+    this.users -= users.size;
+    this.projects.delete(projectId);
+    if (this.largest === projectId) this.largest = null;
+  }
+
+  private findLargest(): string | null {
+    let best: string | null = null;
+    let size = -1;
+    for (const [projectId, users] of this.projects)
+      if (users.size > size) {
+        best = projectId;
+        size = users.size;
+      }
+    return best;
   }
 }

@@ -1,5 +1,5 @@
 // The aggregator's memory of which users the report tables file on which days: dropped whole when the tables are
-// not as its last fold left them, bounded in users (least recently folded out first, whatever the project) and days.
+// not as its last fold left them, bounded in users (a project past an equal share turning its own over) and days.
 import { describe, expect, it } from 'vitest';
 import { FiledUsers } from '../../../src/reports/filed-users.js';
 
@@ -45,11 +45,31 @@ describe('FiledUsers', () => {
     expect(filed.holds(P2, 1, [1]) && filed.holds(P2, 2, [1])).toBe(true);
   });
 
-  it("forgets the users of the projects named, in one pass, and keeps the others'", async () => {
+  it('makes room full by turning over the users of a project past an equal share, not those of the others', () => {
+    const filed = new FiledUsers();
+    const P3 = '99999999-8888-4777-8666-555555555555';
+    for (let u = 1; u <= 1_000; u++) filed.add(P2, u, [1]);
+    for (let u = 1; u <= 99_000; u++) filed.add(P1, u, [1]);
+    expect(filed.size).toBe(100_000);
+    // P1 comes back with 50,000 users more than the memory has room for: its least recently folded make the room.
+    for (let u = 99_001; u <= 149_000; u++) filed.add(P1, u, [1]);
+    expect(filed.size).toBe(100_000);
+    for (const u of [1, 500, 1_000]) expect(filed.holds(P2, u, [1])).toBe(true);
+    expect(filed.holds(P1, 50_000, [1])).toBe(false);
+    expect(filed.holds(P1, 50_001, [1])).toBe(true);
+    // A third project under its share takes room from the one holding the most (P1's least recently folded).
+    for (let u = 1; u <= 10; u++) filed.add(P3, u, [1]);
+    expect(filed.size).toBe(100_000);
+    expect(filed.holds(P3, 10, [1]) && filed.holds(P2, 1_000, [1])).toBe(true);
+    expect(filed.holds(P1, 50_010, [1])).toBe(false);
+    expect(filed.holds(P1, 50_011, [1])).toBe(true);
+  });
+
+  it("forgets the users of the projects named, and keeps the others'", () => {
     const filed = new FiledUsers();
     const P3 = '99999999-8888-4777-8666-555555555555';
     for (let u = 1; u <= 30_000; u++) for (const p of [P1, P2, P3]) filed.add(p, u, [1]);
-    await filed.forgetProjects(new Set([P1, P3]));
+    filed.forgetProjects([P1, P3]);
     expect(filed.size).toBe(30_000);
     for (const u of [1, 15_000, 30_000]) {
       expect(filed.holds(P1, u, [1]) || filed.holds(P3, u, [1])).toBe(false);
