@@ -24,7 +24,8 @@ export class FiledUsers {
    * project's users in the order they were last folded, least recent first.
    */
   private readonly projects = new Map<string, Map<number, number[]>>();
-  private users = 0;
+  /** Users held, over all projects. */
+  private count = 0;
   /** The project holding the most users, as far as adding them told (the first to make room for others). */
   private largest: string | null = null;
   private stamp: string | null = null;
@@ -43,7 +44,7 @@ export class FiledUsers {
 
   clear(): void {
     this.projects.clear();
-    this.users = 0;
+    this.count = 0;
     this.largest = null;
     this.stamp = null;
   }
@@ -64,15 +65,18 @@ export class FiledUsers {
     const known = users.get(user);
     // Deleted and set again: a Map iterates in insertion order, so its first entry is the least recently folded.
     if (known !== undefined) users.delete(user);
-    else this.users++;
+    else this.count++;
     const merged = known === undefined ? [...days] : [...known.filter((d) => !days.includes(d)), ...days];
     users.set(user, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
     const largest = this.largest === null ? undefined : this.projects.get(this.largest);
     if (largest === undefined || users.size > largest.size) this.largest = projectId;
-    if (this.users > MAX_USERS) this.makeRoom(users);
+    if (this.count > MAX_USERS) this.makeRoom(projectId);
   }
 
-  /** A window may have changed the campaigns of any user of these projects: their days are filed anew as they come back. */
+  /**
+   * A window may have changed the campaigns of any user of these projects: their days are filed anew as they come
+   * back.
+   */
   forgetProjects(projectIds: Iterable<string>): void {
     for (const projectId of projectIds) this.dropProject(projectId);
   }
@@ -81,34 +85,35 @@ export class FiledUsers {
   forget(projectId: string, user: number): void {
     const users = this.projects.get(projectId);
     if (users?.delete(user)) {
-      this.users--;
+      this.count--;
       if (users.size === 0) this.dropProject(projectId);
     }
   }
 
   get size(): number {
-    return this.users;
+    return this.count;
   }
 
-  /** One user less, for `adding`'s user just added: see the head of this file. */
-  private makeRoom(adding: Map<number, number[]>): void {
-    let from = adding;
-    let projectId: string | null = null;
-    if (adding.size * this.projects.size < MAX_USERS) {
+  /** One user less, for the user `adding` just added: see the head of this file. */
+  private makeRoom(adding: string): void {
+    let projectId = adding;
+    if (this.projects.get(adding)!.size * this.projects.size < MAX_USERS) {
+      // The project holding the most holds more than an equal share: one tracked that no longer does is looked for.
       const largest = this.largest === null ? undefined : this.projects.get(this.largest);
-      if (largest === undefined || largest === adding) this.largest = this.findLargest();
+      if (largest === undefined || this.largest === adding || largest.size * this.projects.size < MAX_USERS)
+        this.largest = this.findLargest();
       projectId = this.largest!;
-      from = this.projects.get(projectId)!;
     }
+    const from = this.projects.get(projectId)!;
     from.delete(from.keys().next().value!);
-    this.users--;
-    if (from.size === 0 && projectId !== null) this.dropProject(projectId);
+    this.count--;
+    if (from.size === 0) this.dropProject(projectId);
   }
 
   private dropProject(projectId: string): void {
     const users = this.projects.get(projectId);
     if (users === undefined) return;
-    this.users -= users.size;
+    this.count -= users.size;
     this.projects.delete(projectId);
     if (this.largest === projectId) this.largest = null;
   }

@@ -24,7 +24,7 @@ describe('FiledUsers', () => {
     expect(filed.stats).toEqual({ hits: 1, misses: 1 });
   });
 
-  it('keeps the latest days of a user, and the most recently folded users of any project', () => {
+  it('keeps the latest days of a user, and room for another project from the least recently folded of the largest', () => {
     const filed = new FiledUsers();
     filed.add(P1, 1, [1, 2, 3]);
     filed.add(P1, 1, [4, 5]);
@@ -63,6 +63,20 @@ describe('FiledUsers', () => {
     expect(filed.holds(P3, 10, [1]) && filed.holds(P2, 1_000, [1])).toBe(true);
     expect(filed.holds(P1, 50_010, [1])).toBe(false);
     expect(filed.holds(P1, 50_011, [1])).toBe(true);
+  });
+
+  it('takes room from whichever project holds the most, so that projects end near equal shares', () => {
+    const filed = new FiledUsers();
+    const P3 = '99999999-8888-4777-8666-555555555555';
+    for (let u = 1; u <= 50_000; u++) filed.add(P1, u, [1]);
+    for (let u = 1; u <= 50_000; u++) filed.add(P2, u, [1]);
+    for (let u = 1; u <= 33_333; u++) filed.add(P3, u, [1]);
+    const held = (p: string, to: number) => {
+      let n = 0;
+      for (let u = 1; u <= to; u++) if (filed.holds(p, u, [1])) n++;
+      return n;
+    };
+    expect([held(P1, 50_000), held(P2, 50_000), held(P3, 33_333)]).toEqual([33_333, 33_334, 33_333]);
   });
 
   it("forgets the users of the projects named, and keeps the others'", () => {
