@@ -391,7 +391,8 @@ export class ReportAggregator {
           throw err;
         }
         if (shrinkable && window.groups > WINDOW_GROUPS) return null;
-        await turn.take();
+        const pause = turn.take();
+        if (pause) await pause;
       }
     }
     const done = list.filter((s) => s.done).map((s) => s.id);
@@ -649,7 +650,7 @@ async function namedOutside(tx: Tx, from: string, to: string): Promise<NamedOuts
     WHERE summarized IS NOT TRUE AND received_at > ${from} AND received_at <= ${to}
     LIMIT ${TABLE_PROJECTS + 1}`;
   if (projects.length > TABLE_PROJECTS) return null;
-  return { projects: new Set([...users, ...projects].map((p) => p.project_id)) };
+  return { projects: new Set(projects.map((p) => p.project_id)) };
 }
 
 /** Whether the window marked everyone `named` names (WindowSummaries.mark, markProject). */

@@ -197,7 +197,11 @@ export class WindowSummaries {
       filed.add(projectId, user, days);
     }
     for (const [projectId, users] of this.marked)
-      for (const [user, mayChangeCampaign] of users) if (mayChangeCampaign) filed.forget(projectId, user);
+      for (const [user, mayChangeCampaign] of users) {
+        const pause = turn.take();
+        if (pause) await pause;
+        if (mayChangeCampaign) filed.forget(projectId, user);
+      }
   }
 
   private push(

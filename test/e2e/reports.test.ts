@@ -7,7 +7,7 @@ import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { SummaryWriter, utcDay } from '../../src/pipeline/summary.js';
 import { connect } from '../../src/db/connect.js';
 import { FOLD_VERSION } from '../../src/reports/aggregator.js';
-import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
+import { admin, call, filedUsers, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -56,18 +56,6 @@ async function send(token: string, events: Sent[], expectStored: Sent[]): Promis
   const r = await postBotApi(srv.url, token, { events });
   expect([202, 400]).toContain(r.status);
   for (const e of expectStored) if (!stored.some((s) => s.eventId === e.eventId)) stored.push(e);
-}
-
-/** Users of a window counted without a probe (hits) and with one (misses): tg_ingest_cache_requests_total. */
-async function filedUsers(): Promise<{ hits: number; misses: number }> {
-  const text = (await admin(srv.url, 'GET', '/metrics')).text as string;
-  const count = (result: string) =>
-    Number(
-      new RegExp(`^tg_ingest_cache_requests_total\\{cache="filed_users",result="${result}"\\} (\\d+)`, 'm').exec(
-        text,
-      )?.[1] ?? 0,
-    );
-  return { hits: count('hit'), misses: count('miss') };
 }
 
 const report = async (path: string) =>
@@ -380,15 +368,15 @@ describe('reports', () => {
       expect((await postBotApi(srv.url, quiet.token, { events: [ev('8201', `${day}T10:00:00Z`)] })).status).toBe(202);
     await sendQuiet();
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 1 });
-    let before = await filedUsers();
+    let before = await filedUsers(srv.url);
     await sendQuiet();
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 2 });
-    expect(await filedUsers()).toEqual({ hits: before.hits + 1, misses: before.misses });
+    expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 1, misses: before.misses });
     // One window holds the quiet project's third request and 10,001 users of the busy one in rows no summary holds
     // (as a tenant's redeliveries would): an open writer's transaction holds the window back until both are in.
     const writer = connect(db.url, { max: 1, name: 'tg-ingest writer test' });
     try {
-      before = await filedUsers();
+      before = await filedUsers(srv.url);
       await writer.begin(async (tx) => {
         await tx`SELECT txid_current()`;
         await sendQuiet();
@@ -409,10 +397,10 @@ describe('reports', () => {
       .toMatchObject({ events: 10_001, activeUsers: 10_001 });
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 3, activeUsers: 1 });
     // The quiet project's user was still remembered: counted without a probe, and so again in the next window.
-    expect(await filedUsers()).toEqual({ hits: before.hits + 1, misses: before.misses });
+    expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 1, misses: before.misses });
     await sendQuiet();
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 4, activeUsers: 1 });
-    expect(await filedUsers()).toEqual({ hits: before.hits + 2, misses: before.misses });
+    expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 2, misses: before.misses });
   });
 
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {

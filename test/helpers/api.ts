@@ -123,3 +123,18 @@ export async function slowestHealthz(
     probes: latencies.length,
   };
 }
+
+/**
+ * The report aggregator's memory of filed users, from /metrics: users of a window counted without a probe (hits) and
+ * with one (misses).
+ */
+export async function filedUsers(base: string): Promise<{ hits: number; misses: number }> {
+  const text = (await admin(base, 'GET', '/metrics')).text;
+  const count = (result: string) =>
+    Number(
+      new RegExp(`^tg_ingest_cache_requests_total\\{cache="filed_users",result="${result}"\\} (\\d+)`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  return { hits: count('hit'), misses: count('miss') };
+}
