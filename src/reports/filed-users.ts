@@ -11,7 +11,8 @@
 //
 // Full, a project holding an equal share or more makes room itself (its least recently folded user first), and one
 // under it takes the room of the project holding the most: a tenant with more active users than the memory holds
-// turns its own over, not its neighbours'.
+// turns its own over, not its neighbours'. The project holding the most is kept at hand (projects by size), not
+// looked for: with many projects at an equal share, a scan per user added made a window O(users × projects).
 
 /** Users remembered, over all projects: ~150 bytes each. */
 const MAX_USERS = 100_000;
@@ -26,8 +27,9 @@ export class FiledUsers {
   private readonly projects = new Map<string, Map<number, number[]>>();
   /** Users held, over all projects. */
   private count = 0;
-  /** The project holding the most users, as far as adding them told (the first to make room for others). */
-  private largest: string | null = null;
+  /** Projects by the users they hold, and the most any holds (or more: lowered when asked for, see largest()). */
+  private readonly bySize = new Map<number, Set<string>>();
+  private maxSize = 0;
   private stamp: string | null = null;
   /** Users asked about (tg_ingest_cache_requests_total): a hit is a user counted without a probe. */
   readonly stats = { hits: 0, misses: 0 };
@@ -44,8 +46,9 @@ export class FiledUsers {
 
   clear(): void {
     this.projects.clear();
+    this.bySize.clear();
     this.count = 0;
-    this.largest = null;
+    this.maxSize = 0;
     this.stamp = null;
   }
 
@@ -68,9 +71,8 @@ export class FiledUsers {
     else this.count++;
     const merged = known === undefined ? [...days] : [...known.filter((d) => !days.includes(d)), ...days];
     users.set(user, merged.length > MAX_DAYS ? merged.slice(-MAX_DAYS) : merged);
-    const largest = this.largest === null ? undefined : this.projects.get(this.largest);
-    if (largest === undefined || users.size > largest.size) this.largest = projectId;
-    if (this.count > MAX_USERS) this.makeRoom(projectId);
+    if (known === undefined) this.resized(projectId, users.size - 1, users.size);
+    if (this.count > MAX_USERS) this.makeRoom(projectId, users);
   }
 
   /**
@@ -84,10 +86,7 @@ export class FiledUsers {
   /** A folded window may have changed the user's campaign: their days are filed anew as they come back. */
   forget(projectId: string, user: number): void {
     const users = this.projects.get(projectId);
-    if (users?.delete(user)) {
-      this.count--;
-      if (users.size === 0) this.dropProject(projectId);
-    }
+    if (users?.delete(user)) this.removed(projectId, users);
   }
 
   get size(): number {
@@ -95,19 +94,18 @@ export class FiledUsers {
   }
 
   /** One user less, for the user `adding` just added: see the head of this file. */
-  private makeRoom(adding: string): void {
-    let projectId = adding;
-    if (this.projects.get(adding)!.size * this.projects.size < MAX_USERS) {
-      // The project holding the most holds more than an equal share: one tracked that no longer does is looked for.
-      const largest = this.largest === null ? undefined : this.projects.get(this.largest);
-      if (largest === undefined || this.largest === adding || largest.size * this.projects.size < MAX_USERS)
-        this.largest = this.findLargest();
-      projectId = this.largest!;
-    }
+  private makeRoom(adding: string, users: Map<number, number[]>): void {
+    const projectId = users.size * this.projects.size < MAX_USERS ? this.largest() : adding;
     const from = this.projects.get(projectId)!;
     from.delete(from.keys().next().value!);
+    this.removed(projectId, from);
+  }
+
+  /** A user deleted from `users`, the project's. */
+  private removed(projectId: string, users: Map<number, number[]>): void {
     this.count--;
-    if (from.size === 0) this.dropProject(projectId);
+    this.resized(projectId, users.size + 1, users.size);
+    if (users.size === 0) this.projects.delete(projectId);
   }
 
   private dropProject(projectId: string): void {
@@ -115,17 +113,26 @@ export class FiledUsers {
     if (users === undefined) return;
     this.count -= users.size;
     this.projects.delete(projectId);
-    if (this.largest === projectId) this.largest = null;
+    this.resized(projectId, users.size, 0);
   }
 
-  private findLargest(): string | null {
-    let best: string | null = null;
-    let size = -1;
-    for (const [projectId, users] of this.projects)
-      if (users.size > size) {
-        best = projectId;
-        size = users.size;
-      }
-    return best;
+  /** Moves the project between sizes (0: none). */
+  private resized(projectId: string, from: number, to: number): void {
+    const was = this.bySize.get(from);
+    if (was?.delete(projectId) && was.size === 0) this.bySize.delete(from);
+    if (to === 0) return;
+    const now = this.bySize.get(to);
+    if (now === undefined) this.bySize.set(to, new Set([projectId]));
+    else now.add(projectId);
+    if (to > this.maxSize) this.maxSize = to;
+  }
+
+  /**
+   * The project holding the most (called only when one holds any). maxSize rises by one at most per user added, so
+   * lowering it here costs, over all calls, no more than the adds did.
+   */
+  private largest(): string {
+    while (!this.bySize.has(this.maxSize)) this.maxSize--;
+    return this.bySize.get(this.maxSize)!.values().next().value!;
   }
 }

@@ -79,6 +79,26 @@ describe('FiledUsers', () => {
     expect([held(P1, 50_000), held(P2, 50_000), held(P3, 33_333)]).toEqual([33_333, 33_334, 33_333]);
   });
 
+  it('takes room from the project holding the most once the one that held more is forgotten', () => {
+    const filed = new FiledUsers();
+    const [P3, P4, P5, P6, P7] = [3, 4, 5, 6, 7].map((n) => `${n}0000000-0000-4000-8000-000000000000`);
+    const fill = (p: string, to: number) => {
+      for (let u = 1; u <= to; u++) filed.add(p, u, [1]);
+    };
+    fill(P1, 60_000);
+    fill(P2, 25_000);
+    fill(P3, 15_000);
+    filed.forgetProjects([P1]);
+    for (const p of [P4, P5, P6]) fill(p, 20_000);
+    expect(filed.size).toBe(100_000);
+    // P2 holds the most now (25,000): its least recently folded user makes room.
+    filed.add(P7, 1, [1]);
+    expect(filed.size).toBe(100_000);
+    expect(filed.holds(P2, 1, [1])).toBe(false);
+    expect([P2, P3, P4, P5, P6].every((p) => filed.holds(p, 2, [1]))).toBe(true);
+    expect(filed.holds(P1, 2, [1])).toBe(false);
+  });
+
   it("forgets the users of the projects named, and keeps the others'", () => {
     const filed = new FiledUsers();
     const P3 = '99999999-8888-4777-8666-555555555555';
