@@ -403,6 +403,52 @@ describe('reports', () => {
     expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 2, misses: before.misses });
   });
 
+  it('forgets every remembered user when rows no summary holds name over 10,000 users of over 1,000 projects', async () => {
+    const quiet = await provision(srv.url);
+    const day = '2026-11-13';
+    const daily = async (projectId: string) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${projectId}/reports/daily?from=${day}&to=${day}`)).body[0];
+    const sendQuiet = async (events: number) => {
+      expect((await postBotApi(srv.url, quiet.token, { events: [ev('8301', `${day}T10:00:00Z`)] })).status).toBe(202);
+      await expect.poll(() => daily(quiet.projectId), { timeout: 10_000 }).toMatchObject({ events });
+    };
+    await sendQuiet(1);
+    let before = await filedUsers(srv.url);
+    await sendQuiet(2);
+    expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 1, misses: before.misses });
+    // 1,001 projects of 10 users each, in rows no summary holds, in the window of the quiet project's third request.
+    const many = (
+      await db.sql<{ project_id: string }[]>`
+        INSERT INTO projects (name) SELECT 'tenant ' || g FROM generate_series(1, 1001) g RETURNING project_id::text`
+    ).map((r) => r.project_id);
+    const writer = connect(db.url, { max: 1, name: 'tg-ingest writer test' });
+    try {
+      before = await filedUsers(srv.url);
+      await writer.begin(async (tx) => {
+        await tx`SELECT txid_current()`;
+        expect((await postBotApi(srv.url, quiet.token, { events: [ev('8301', `${day}T10:00:00Z`)] })).status).toBe(202);
+        const [{ at }] = await db.sql<{ at: string }[]>`
+          SELECT max(received_at)::text AS at FROM events WHERE project_id = ${quiet.projectId}`;
+        await tx`
+          INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                              platform_user_id, origin, channel, billed)
+          SELECT p, ${quiet.botId}, gen_random_uuid(), 'message_received', 'message',
+                 ${`${day}T10:00:00Z`}, ${at}::timestamptz, 9100000 + u, 'custom', 'bot_api', true
+          FROM unnest(${many}::uuid[]) p, generate_series(1, 10) u`;
+      });
+    } finally {
+      await writer.end();
+    }
+    await expect.poll(() => daily(quiet.projectId), { timeout: 20_000 }).toMatchObject({ events: 3, activeUsers: 1 });
+    for (const projectId of [many[0]!, many[1000]!])
+      expect(await daily(projectId)).toMatchObject({ events: 10, activeUsers: 10, newUsers: 10 });
+    // Too many projects to forget one by one: that window probed every user without asking the memory, and cleared
+    // it, so the quiet user is probed in the next one too.
+    expect(await filedUsers(srv.url)).toEqual(before);
+    await sendQuiet(4);
+    expect(await filedUsers(srv.url)).toEqual({ hits: before.hits, misses: before.misses + 1 });
+  });
+
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
     const other = await provision(srv.url);
     const huge = Array.from({ length: 4096 }, () => String.fromCharCode(33 + Math.floor(Math.random() * 90))).join('');
