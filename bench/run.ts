@@ -167,8 +167,9 @@ async function main(): Promise<void> {
       const variant = (n: string) => largeVariants.find(([name]) => name === n)!;
       const [, offLabel, off] = variant('b-large');
       const [, onLabel, on] = variant('b-large-reports');
-      // Even, so that each build runs first as often as second.
-      const rounds = 2 * Math.max(1, Math.round(Number(process.env.BENCH_REPORTS_ROUNDS ?? 4) / 2) || 0);
+      // Even, so that each build runs first as often as second; 12, as the medians of 4 rounds of one build still
+      // ranged 0.85–1.09.
+      const rounds = 2 * Math.max(1, Math.round(Number(process.env.BENCH_REPORTS_ROUNDS ?? 12) / 2) || 0);
       const ratios: number[] = [];
       const cpuRatios: number[] = [];
       const cpu = (f: Figures) => ((f.serverCores + f.postgresCores) * 1e6) / f.eventsPerS;
