@@ -7,6 +7,7 @@ import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
+import { Turns } from '../turns.js';
 import { USER_IN_QUARANTINE } from './store.js';
 
 const LOCK_KEY = 7_240_311_913;
@@ -15,8 +16,6 @@ const QUARANTINE_SLICE = 1000;
 /** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
 const SUMMARIES_SLICE = 256;
 const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
-/** How long a step's rewriting holds the main thread before it reads its sockets (as the report aggregator's). */
-const YIELD_EVERY_MS = 5;
 /** Days of report_active per step, each read by primary-key probes. */
 const REPORT_DAYS_SLICE = 31;
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
@@ -237,13 +236,11 @@ export class Eraser {
               WHERE slice.upto <= ${SUMMARIES_SLICE_BYTES} OR slice.summary_id = (SELECT min(summary_id) FROM slice)
               ORDER BY r.summary_id`;
       const users = new Set(ids.map(Number).filter(Number.isSafeInteger));
-      let yielded = performance.now();
+      const turn = new Turns();
       for (const r of rows) {
         // A step rewrites up to SUMMARIES_SLICE_BYTES on the main thread: its sockets are read between summaries.
-        if (performance.now() - yielded > YIELD_EVERY_MS) {
-          await new Promise((resolve) => setImmediate(resolve));
-          yielded = performance.now();
-        }
+        const pause = turn.take();
+        if (pause) await pause;
         let kept: Uint8Array | null;
         try {
           kept = withoutUsers(r.summary, j.project_id, users);

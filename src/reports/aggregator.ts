@@ -11,7 +11,7 @@ import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES, SummaryFormatError } from '../pipeli
 import { FiledUsers } from './filed-users.js';
 import { Distinct, HASH_SQL } from './sketch.js';
 import { WindowSummaries } from './summaries.js';
-import { Turns } from './turns.js';
+import { Turns } from '../turns.js';
 
 /**
  * How large a window is, by what it costs: events read from the table, or, from summaries, the groups they make (a

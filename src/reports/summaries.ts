@@ -4,7 +4,7 @@
 // one row each, to be read again by id.
 import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
 import { type FiledUsers, MAX_DAYS } from './filed-users.js';
-import { Turns } from './turns.js';
+import { Turns } from '../turns.js';
 
 /** The fold's base rows as parallel arrays (the unnest() parameters of the fold). */
 export interface BaseRows {
@@ -52,8 +52,7 @@ export class WindowSummaries {
     firstAt: [],
     lastAt: [],
   };
-  /** Records taken so far, and the rows they make. */
-  records = 0;
+  /** Rows made so far. */
   groups = 0;
 
   /** Only sections received in (fromMs, toMs] count: a commit's requests can straddle two windows. */
@@ -77,7 +76,6 @@ export class WindowSummaries {
         return true;
       },
       (user, day, typeIndex, campaign, paymentId) => {
-        this.records++;
         if (paymentId !== null) {
           this.mark(projectId, user, campaign !== null);
           const at = campaign === null ? null : new Date(receivedAt).toISOString();

@@ -1,6 +1,6 @@
-// The aggregator's long loops on the main thread (grouping a window's summaries, its users) run in turns of 5 ms:
-// tens of thousands of users take tens of milliseconds, and requests would wait meanwhile, and be shed by the loop's
-// delay. Between turns the sockets are read.
+// Long loops on the main thread (the aggregator grouping a window's summaries and its users, the eraser rewriting
+// summaries) run in turns of 5 ms: tens of thousands of items take tens of milliseconds, and requests would wait
+// meanwhile, and be shed by the loop's delay. Between turns the sockets are read.
 const TURN_MS = 5;
 
 export class Turns {
