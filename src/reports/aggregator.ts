@@ -8,10 +8,10 @@ import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES, SummaryFormatError } from '../pipeline/summary.js';
+import { Turns } from '../turns.js';
 import { FiledUsers } from './filed-users.js';
 import { Distinct, HASH_SQL } from './sketch.js';
 import { WindowSummaries } from './summaries.js';
-import { Turns } from '../turns.js';
 
 /**
  * How large a window is, by what it costs: events read from the table, or, from summaries, the groups they make (a

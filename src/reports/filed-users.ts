@@ -27,8 +27,9 @@ export class FiledUsers {
   private readonly projects = new Map<string, Map<number, number[]>>();
   /** Users held, over all projects. */
   private count = 0;
-  /** Projects by the users they hold, and the most any holds (or more: lowered when asked for, see largest()). */
+  /** Projects by the number of users they hold. */
   private readonly bySize = new Map<number, Set<string>>();
+  /** The most users a project holds, or more: lowered only when asked for (largest()). */
   private maxSize = 0;
   private stamp: string | null = null;
   /** Users asked about (tg_ingest_cache_requests_total): a hit is a user counted without a probe. */
@@ -93,7 +94,7 @@ export class FiledUsers {
     return this.count;
   }
 
-  /** One user less, for the user `adding` just added: see the head of this file. */
+  /** One user less, for the user just added to `adding` (whose users are `users`): see the head of this file. */
   private makeRoom(adding: string, users: Map<number, number[]>): void {
     const projectId = users.size * this.projects.size < MAX_USERS ? this.largest() : adding;
     const from = this.projects.get(projectId)!;
@@ -101,7 +102,7 @@ export class FiledUsers {
     this.removed(projectId, from);
   }
 
-  /** A user deleted from `users`, the project's. */
+  /** The project has lost a user from `users`, its own. */
   private removed(projectId: string, users: Map<number, number[]>): void {
     this.count--;
     this.resized(projectId, users.size + 1, users.size);
@@ -128,11 +129,13 @@ export class FiledUsers {
   }
 
   /**
-   * The project holding the most (called only when one holds any). maxSize rises by one at most per user added, so
-   * lowering it here costs, over all calls, no more than the adds did.
+   * The project holding the most (asked only when the memory is over full). maxSize rises by one at most per user
+   * added, so lowering it here costs, over all calls, no more than the adds did.
    */
   private largest(): string {
-    while (!this.bySize.has(this.maxSize)) this.maxSize--;
-    return this.bySize.get(this.maxSize)!.values().next().value!;
+    while (this.maxSize > 0 && !this.bySize.has(this.maxSize)) this.maxSize--;
+    const projectId = this.bySize.get(this.maxSize)?.values().next().value;
+    if (projectId === undefined) throw new Error('FiledUsers: no project holds a user');
+    return projectId;
   }
 }

@@ -401,7 +401,7 @@ describe('reports', () => {
     await sendQuiet();
     await expect.poll(daily.bind(null, quiet), { timeout: 10_000 }).toMatchObject({ events: 4, activeUsers: 1 });
     expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 2, misses: before.misses });
-  });
+  }, 60_000);
 
   it('forgets every remembered user when rows no summary holds name over 10,000 users of over 1,000 projects', async () => {
     const quiet = await provision(srv.url);
@@ -416,7 +416,8 @@ describe('reports', () => {
     let before = await filedUsers(srv.url);
     await sendQuiet(2);
     expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 1, misses: before.misses });
-    // 1,001 projects of 10 users each, in rows no summary holds, in the window of the quiet project's third request.
+    // 1,001 projects of 10 users each, in rows no summary holds (by hand: the reports read projects, not bots), in
+    // the window of the quiet project's third request.
     const many = (
       await db.sql<{ project_id: string }[]>`
         INSERT INTO projects (name) SELECT 'tenant ' || g FROM generate_series(1, 1001) g RETURNING project_id::text`
@@ -442,12 +443,12 @@ describe('reports', () => {
     await expect.poll(() => daily(quiet.projectId), { timeout: 20_000 }).toMatchObject({ events: 3, activeUsers: 1 });
     for (const projectId of [many[0]!, many[1000]!])
       expect(await daily(projectId)).toMatchObject({ events: 10, activeUsers: 10, newUsers: 10 });
-    // Too many projects to forget one by one: that window probed every user without asking the memory, and cleared
-    // it, so the quiet user is probed in the next one too.
+    // Too many projects to forget one by one: that window probed every user without asking the memory and left
+    // nothing remembered, so the quiet user is probed in the next one too.
     expect(await filedUsers(srv.url)).toEqual(before);
     await sendQuiet(4);
     expect(await filedUsers(srv.url)).toEqual({ hits: before.hits, misses: before.misses + 1 });
-  });
+  }, 60_000);
 
   it('keeps folding after a payment whose charge id is too long for an index (a poison event for every project)', async () => {
     const other = await provision(srv.url);

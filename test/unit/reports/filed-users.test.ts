@@ -99,6 +99,25 @@ describe('FiledUsers', () => {
     expect(filed.holds(P1, 2, [1])).toBe(false);
   });
 
+  it('takes room from the project holding the most once the one that held more lost users one by one', () => {
+    const filed = new FiledUsers();
+    const [P3, P4, P5] = [3, 4, 5].map((n) => `${n}0000000-0000-4000-8000-000000000000`);
+    const fill = (p: string, from: number, to: number) => {
+      for (let u = from; u <= to; u++) filed.add(p, u, [1]);
+    };
+    fill(P1, 1, 30_000);
+    fill(P2, 1, 25_000);
+    fill(P3, 1, 25_000);
+    fill(P4, 1, 20_000);
+    for (let u = 1; u <= 10_000; u++) filed.forget(P1, u);
+    fill(P5, 1, 10_001);
+    expect(filed.size).toBe(100_000);
+    // P1 now holds 20,000: the room came from P2 or P3 (25,000 each), one user, their least recently folded.
+    expect(filed.holds(P1, 10_001, [1])).toBe(true);
+    expect([P2, P3].filter((p) => !filed.holds(p, 1, [1]))).toHaveLength(1);
+    expect([P2, P3].every((p) => filed.holds(p, 2, [1]))).toBe(true);
+  });
+
   it("forgets the users of the projects named, and keeps the others'", () => {
     const filed = new FiledUsers();
     const P3 = '99999999-8888-4777-8666-555555555555';
