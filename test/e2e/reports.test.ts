@@ -358,6 +358,61 @@ describe('reports', () => {
     ]);
   });
 
+  it("files again a remembered user's days when their campaign arrives in a row committed while a window folds", async () => {
+    const other = await provision(srv.url);
+    const get = async (path: string) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${other.projectId}/reports/${path}`)).body;
+    const day1 = '2026-11-10';
+    const send = async (user: string, date: string) =>
+      expect((await postBotApi(srv.url, other.token, { events: [ev(user, date)] })).status).toBe(202);
+    const events = async (day: string) => (await get(`daily?from=${day}&to=${day}`))[0].events;
+    // Folded one request at a time: the second finds the user remembered from the first, filed on day1.
+    for (const n of [1, 2]) {
+      await send('8401', `${day1}T10:00:00Z`);
+      await expect.poll(() => events(day1), { timeout: 10_000 }).toBe(n);
+    }
+    // The next window stops at its fold statement (report_day_types held), after it read who rows no summary hold
+    // name; a row naming the user's first campaign is committed into that window meanwhile, by hand.
+    const blocker = connect(db.url, { max: 1 });
+    try {
+      await blocker.begin(async (hold) => {
+        await hold`LOCK TABLE report_day_types IN SHARE MODE`;
+        await send('8402', '2026-11-12T10:00:00Z');
+        await expect
+          .poll(
+            async () =>
+              (
+                await db.sql<{ n: number }[]>`
+                  SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                  WHERE c.relname = 'report_day_types' AND NOT l.granted`
+              )[0]!.n,
+            { timeout: 10_000 },
+          )
+          .toBe(1);
+        await db.sql`
+          INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                              platform_user_id, origin, channel, billed, tg)
+          SELECT ${other.projectId}, ${other.botId}, ${randomUUID()}, 'command', 'message',
+                 '2026-11-11T10:00:00Z', received_at, 8401, 'platform', 'bot_api', true,
+                 '{"start_param": "spring"}'::jsonb
+          FROM events WHERE project_id = ${other.projectId} AND platform_user_id = 8402`;
+      });
+    } finally {
+      await blocker.end();
+    }
+    await expect
+      .poll(async () => (await get('campaigns?from=2026-11-11&to=2026-11-11'))[0]?.campaign, { timeout: 10_000 })
+      .toBe('spring');
+    // Back on day1: the memory named in the window's first read is not sure any more, so the user is probed and the
+    // day refiled under the campaign.
+    await send('8401', `${day1}T11:00:00Z`);
+    await expect.poll(() => events(day1), { timeout: 10_000 }).toBe(3);
+    expect(await get(`campaigns?from=${day1}&to=${day1}`)).toEqual([
+      { campaign: 'spring', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: null, newUsers: 0, activeUsers: 1, payers: 0, revenue: [] },
+    ]);
+  }, 60_000);
+
   it("still counts one project's remembered users without a probe when another's rows no summary holds name over 10,000 users", async () => {
     const quiet = await provision(srv.url);
     const busy = await provision(srv.url);
