@@ -373,7 +373,7 @@ describe('reports', () => {
     }
     // The next window stops at its fold statement (report_day_types held), after it read who rows no summary hold
     // name; a row naming the user's first campaign is committed into that window meanwhile, by hand.
-    const blocker = connect(db.url, { max: 1 });
+    const blocker = connect(db.url, { max: 1, name: 'tg-ingest test lock holder' });
     try {
       await blocker.begin(async (hold) => {
         await hold`LOCK TABLE report_day_types IN SHARE MODE`;
