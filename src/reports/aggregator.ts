@@ -456,12 +456,8 @@ export class ReportAggregator {
         const f = await this.foldSummaries(tx, w);
         if (f === 'too big') return { from, to, events: Number.NaN, rows: Number.NaN, behind };
         afterCommit = f.afterCommit;
-        if (f.row === null) {
-          // A quiet window folds nothing.
-          await tx`UPDATE report_watermark SET received_before = ${to}`;
-          return { from, to, events: 0, rows: 0, behind };
-        }
-        folded = { row: f.row, rows: f.rows };
+        // A quiet window folds nothing; its watermark moves all the same.
+        folded = { row: f.row ?? { events: 0, sketches: [] }, rows: f.rows };
       }
       await addToSketches(tx, folded.row.sketches);
       await tx`UPDATE report_watermark SET received_before = ${to}`;
@@ -562,9 +558,10 @@ export class ReportAggregator {
     this.filed.check(w.stampBefore);
     const window = await this.readSummaries(tx, from, to, w.since);
     if (window === null) return 'too big';
-    // The window's rows no summary holds (a redelivery's commit through the staging table, a user id past 2^53, a row
-    // by hand): their users go through the probes, as they may name a campaign; past TABLE_USERS, every user of their
-    // projects does, and only theirs, so a tenant resending event ids costs its neighbours nothing.
+    // The window's rows no summary holds (a commit that met a redelivery and went through the staging table, with every
+    // request committed beside it; a user id past 2^53; a row by hand): their users go through the probes, as they may
+    // name a campaign; past TABLE_USERS, every user of their projects does, and only theirs. What that costs is the
+    // probes the memory saves, never a count.
     const outside = await namedOutside(tx, from, to);
     if (window.groups === 0 && outside !== null && 'users' in outside && outside.users.length === 0)
       return { row: null, rows: 0, afterCommit: () => this.filed.settle(w.stampAfter) };
@@ -574,7 +571,6 @@ export class ReportAggregator {
       for (const o of outside.users) if (o.user_id !== null) window.mark(o.project_id, Number(o.user_id), true);
     } else {
       for (const projectId of outside.projects) window.markProject(projectId);
-      this.filed.forgetProjects(outside.projects);
     }
     const base = await window.rows(remember ? this.filed : null);
     const [row] = await tx.unsafe<FoldRow[]>(FOLD_SUMMARIES, [

@@ -186,8 +186,12 @@ export class WindowSummaries {
     return this.out;
   }
 
-  /** Once the window's fold has committed: the users it filed on their days, and those whose campaign it may have set. */
+  /**
+   * Once the window's fold has committed: the users it filed on their days, and those whose campaign it may have set
+   * (marked, or of a project marked whole).
+   */
   async fileInto(filed: FiledUsers): Promise<void> {
+    filed.forgetProjects(this.markedProjects);
     const turn = new Turns();
     for (const { projectId, user, days } of this.filing) {
       const pause = turn.take();
