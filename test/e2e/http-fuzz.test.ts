@@ -2,6 +2,7 @@
 // broken percent-encoding and odd bytes, many and large headers, bodies of every shape, gzip good
 // and bad. After every case the process is alive, /healthz answers, and the answer was a 4xx (or a
 // 503), or a 2xx from one of the public routes that need no credentials.
+import { randomUUID } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
@@ -307,6 +308,27 @@ describe('the HTTP surface under generated hostile requests', () => {
 
   it('the pipeline, the writer and the plans under those shapes: only the documented answers, never a 5xx but 503', async () => {
     const seen = new Map<number | null, number>();
+    // Run first: a request accepted whatever is generated, so that the writer's path is always taken. Of the generated
+    // ones 2–7 in ~115 are accepted, and none were in one run of twenty-odd.
+    const accepted = {
+      kind: 'ingest' as const,
+      body: Buffer.from(
+        JSON.stringify({
+          events: [
+            {
+              eventId: randomUUID(),
+              eventName: 'successful_payment',
+              eventDate: '2026-11-22T10:00:00Z',
+              eventType: 'payment',
+              eventOrigin: 'platform',
+              platformUserId: '9223372036854775807',
+              text: '\u0000é"\\'.repeat(1000),
+            },
+          ],
+          users: Array.from({ length: 1000 }, (_, i) => ({ messengerUserId: i + 1 })),
+        }),
+      ),
+    };
     await fc.assert(
       fc.asyncProperty(
         fc.oneof({ arbitrary: ingest, weight: 4 }, { arbitrary: plan, weight: 1 }),
@@ -332,11 +354,12 @@ describe('the HTTP surface under generated hostile requests', () => {
           seen.set(status, (seen.get(status) ?? 0) + 1);
           expect(srv.proc.exitCode).toBeNull();
           expect((await call(`${srv.url}/healthz`)).status).toBe(200);
+          if (req === accepted) expect(status, 'the request known to be accepted').toBe(202);
           const allowed = req.kind === 'ingest' ? [202, 400, 413, 503] : [200, 400, 413];
           expect(allowed, `${req.kind} (${req.body.length} B) → ${status}`).toContain(status);
         },
       ),
-      { numRuns: 120, interruptAfterTimeLimit: 90_000 },
+      { numRuns: 120, interruptAfterTimeLimit: 90_000, examples: [[accepted, true]] },
     );
     console.log(`answers: ${JSON.stringify([...seen].sort())}`);
     expect(seen.get(202) ?? 0).toBeGreaterThan(0);
