@@ -9,6 +9,7 @@ import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
 import { reports50m } from './reports.js';
 import { OVERLOAD_EVENTS, overloadScenario } from './overload.js';
+import { refusalScenario } from './refusal.js';
 import { awaitErasure, ERASURE_USERS, plantAndRequest, settle } from './erasure.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
@@ -25,6 +26,7 @@ const ALL = [
   'b-small-pool',
   'b-small-scraped',
   'overload',
+  'refusal',
   'a-small',
   'a-forged-flood',
   'b-unknown-token-flood',
@@ -37,6 +39,11 @@ const ALL = [
   'erasure-50m',
 ] as const;
 type Name = (typeof ALL)[number];
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((x, y) => x - y);
+  return (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
+}
 
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
   const row: Row = {
@@ -195,10 +202,6 @@ async function main(): Promise<void> {
         );
         runs.push(b);
       }
-      const median = (xs: number[]) => {
-        const sorted = [...xs].sort((x, y) => x - y);
-        return (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
-      };
       // The table shows the round whose ratio is the lowest of the middle two.
       const shown = runs[ratios.indexOf([...ratios].sort((x, y) => x - y)[(rounds - 1) >> 1]!)]!;
       rows.push(
@@ -319,78 +322,126 @@ async function main(): Promise<void> {
     }
 
     if (want('overload')) {
-      // Twice what b-small sustained in this run; b-small runs first when it was not asked for.
-      if (!smallReqPerS.has('b-small')) {
-        const db = await freshDatabase(pg.url);
+      // One b-small and one overload differ from run to run by more than the goals' margins on a shared machine (four
+      // runs of one build: b-small 2,123–2,825 requests/s, goodput 0.77–1.52× it). So they run in rounds, a b-small
+      // and at once an overload at twice what it sustained, and the goals are judged on the rounds' medians (those
+      // that must hold every time, on every round).
+      const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_OVERLOAD_ROUNDS ?? 3)) || 1);
+      const durationS = Number(process.env.BENCH_OVERLOAD_S ?? 30);
+      const per: {
+        goodputRatio: number;
+        p99: number;
+        shedCount: number;
+        shedP99: number;
+        shedP99FromWrite: number;
+        shedShare: number;
+        noRetryAfter: number;
+        failed: number;
+        rowsMatch: boolean;
+        peakRss: number;
+      }[] = [];
+      for (let round = 1; round <= rounds; round++) {
+        let capacity: number;
+        const small = await freshDatabase(pg.url);
         try {
-          const f = await botApiScenario(`b-small (bot_api, 10-event batches, ${smallConnections} conn)`, db, {
+          const label = `b-small (bot_api, 10-event batches, ${smallConnections} conn), overload round ${round}`;
+          const f = await botApiScenario(label, small, {
             ...o,
             events: 10,
             connections: smallConnections,
             env: extraEnv,
           });
           rows.push(figuresRow(f, ceilingRowsPerS));
-          smallReqPerS.set('b-small', f.requestsPerS);
-          smallPeakRss = f.peakRssMiB;
+          capacity = f.requestsPerS;
+          smallPeakRss = Math.max(smallPeakRss, f.peakRssMiB);
+        } finally {
+          await small.drop();
+        }
+        const db = await freshDatabase(pg.url);
+        try {
+          const f = await overloadScenario(db, { rate: 2 * capacity, durationS, warmupS, env: extraEnv });
+          const r = f.result;
+          const ok = r.byStatus['202'] ?? { count: 0, p50: 0, p99: 0, max: 0, withoutRetryAfter: 0 };
+          const shed = Object.entries(r.byStatus).filter(([s]) => s === '503' || s === '429');
+          const shedCount = shed.reduce((a, [, v]) => a + v.count, 0);
+          const shedP99 = Math.max(0, ...shed.map(([, v]) => v.p99));
+          const shedFromWrite = Object.entries(r.byStatusFromWrite).filter(([s]) => s === '503' || s === '429');
+          const shedP50FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p50));
+          const shedP99FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p99));
+          const other = Object.entries(r.byStatus)
+            .filter(([s]) => !['202', '503', '429'].includes(s))
+            .reduce((a, [, v]) => a + v.count, 0);
+          const goodputRatio = f.goodputEventsPerS / (capacity * OVERLOAD_EVENTS);
+          const failed = r.timeouts + r.errors + r.unsent + other;
+          per.push({
+            goodputRatio,
+            p99: ok.p99,
+            shedCount,
+            shedP99,
+            shedP99FromWrite,
+            shedShare: shedCount / Math.max(1, r.offered),
+            noRetryAfter: shed.reduce((a, [, v]) => a + v.withoutRetryAfter, 0),
+            failed,
+            rowsMatch: f.rowsStored === f.eventsAccepted,
+            peakRss: f.peakRssMiB,
+          });
+          rows.push({
+            scenario: `overload round ${round} (b-small's traffic open-loop at 2× its rate, ${fmt(f.offeredPerS)} req/s, ${durationS} s; load generator at nice ${f.generatorNice})`,
+            'events/s': f.goodputEventsPerS,
+            'req/s': ok.count / durationS,
+            'p50 ms': ok.p50,
+            'p99 ms': ok.p99,
+            failed,
+            'server cores': f.serverCores,
+            'pg cores': f.postgresCores,
+            'autocannon cores': f.loadGeneratorCores,
+            'machine busy': f.machineCores,
+            'peak RSS MiB': f.peakRssMiB,
+            shed: shedCount,
+            'shed p99 ms': shedP99,
+            'shed p50/p99 ms from write': `${shedP50FromWrite.toFixed(0)}/${shedP99FromWrite.toFixed(0)}`,
+            connections: r.peakConnections,
+            'loop delay p99/max ms (service)': `${f.serviceLoopP99.toFixed(0)}/${f.serviceLoopMax.toFixed(0)}`,
+            'loop delay p99/max ms (load generator)': `${r.generatorDelayP99.toFixed(0)}/${r.generatorDelayMax.toFixed(0)}`,
+          });
+          say(
+            `overload round ${round}: goodput ${goodputRatio.toFixed(2)}× b-small (${fmt(capacity)} requests/s); p99 of 202 ${ok.p99.toFixed(0)} ms; ${fmt(shedCount)} shed, p99 ${shedP99.toFixed(0)} ms (${shedP99FromWrite.toFixed(0)} from write); ${failed} failed; rows ${fmt(f.rowsStored)} = events accepted ${fmt(f.eventsAccepted)}: ${f.rowsStored === f.eventsAccepted ? 'yes' : 'NO'}`,
+          );
         } finally {
           await db.drop();
         }
       }
-      const capacity = smallReqPerS.get('b-small')!;
-      const db = await freshDatabase(pg.url);
-      try {
-        const durationS = Number(process.env.BENCH_OVERLOAD_S ?? 30);
-        const f = await overloadScenario(db, { rate: 2 * capacity, durationS, warmupS, env: extraEnv });
-        const r = f.result;
-        const ok = r.byStatus['202'] ?? { count: 0, p50: 0, p99: 0, max: 0, withoutRetryAfter: 0 };
-        const shed = Object.entries(r.byStatus).filter(([s]) => s === '503' || s === '429');
-        const shedCount = shed.reduce((a, [, v]) => a + v.count, 0);
-        const shedP99 = Math.max(0, ...shed.map(([, v]) => v.p99));
-        const shedFromWrite = Object.entries(r.byStatusFromWrite).filter(([s]) => s === '503' || s === '429');
-        const shedP50FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p50));
-        const shedP99FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p99));
-        const shedNoRetryAfter = shed.reduce((a, [, v]) => a + v.withoutRetryAfter, 0);
-        const other = Object.entries(r.byStatus)
-          .filter(([s]) => !['202', '503', '429'].includes(s))
-          .reduce((a, [, v]) => a + v.count, 0);
-        const goodputRatio = f.goodputEventsPerS / (capacity * OVERLOAD_EVENTS);
-        rows.push({
-          scenario: `overload (b-small's traffic open-loop at 2× its rate, ${fmt(f.offeredPerS)} req/s, ${durationS} s)`,
-          'events/s': f.goodputEventsPerS,
-          'req/s': ok.count / durationS,
-          'p50 ms': ok.p50,
-          'p99 ms': ok.p99,
-          failed: r.timeouts + r.errors + r.unsent + other,
-          'server cores': f.serverCores,
-          'pg cores': f.postgresCores,
-          'autocannon cores': f.loadGeneratorCores,
-          'machine busy': f.machineCores,
-          'peak RSS MiB': f.peakRssMiB,
-          shed: shedCount,
-          'shed p99 ms': shedP99,
-          'shed p50/p99 ms from write': `${shedP50FromWrite.toFixed(0)}/${shedP99FromWrite.toFixed(0)}`,
-          connections: r.peakConnections,
-          'loop delay p99/max ms (service)': `${f.serviceLoopP99.toFixed(0)}/${f.serviceLoopMax.toFixed(0)}`,
-          'loop delay p99/max ms (load generator)': `${r.generatorDelayP99.toFixed(0)}/${r.generatorDelayMax.toFixed(0)}`,
-        });
-        results.push({ name: 'overload_goodput_ratio_to_b-small', value: goodputRatio, unit: 'ratio' });
-        results.push({ name: 'overload_p99_202', value: ok.p99, unit: 'ms' });
-        results.push({ name: 'overload_p99_shed', value: shedP99, unit: 'ms' });
-        results.push({ name: 'overload_p99_shed_from_write', value: shedP99FromWrite, unit: 'ms' });
-        results.push({ name: 'overload_shed_share', value: shedCount / Math.max(1, r.offered), unit: 'ratio' });
-        results.push({ name: 'overload_peak_rss', value: Math.round(f.peakRssMiB), unit: 'MiB' });
-        const goals = [
-          `goodput ${goodputRatio.toFixed(2)}× b-small (goal ≥ 0.9×)`,
-          `p99 of 202 ${ok.p99.toFixed(0)} ms (goal < 250)`,
-          `${fmt(shedCount)} shed (503/429), p99 ${shedP99.toFixed(0)} ms (goal < 50), ${shedNoRetryAfter} without Retry-After`,
-          `${r.timeouts} timeouts, ${r.errors} connection errors, ${r.unsent} unsent, ${other} other answers (goal 0)`,
-          `rows ${fmt(f.rowsStored)} = events accepted ${fmt(f.eventsAccepted)}: ${f.rowsStored === f.eventsAccepted ? 'yes' : 'NO'}`,
-          `peak RSS ${f.peakRssMiB.toFixed(0)} MiB (b-small ${smallPeakRss.toFixed(0)} MiB)`,
-        ];
-        say(`overload: ${goals.join('; ')}`);
-      } finally {
-        await db.drop();
-      }
+      const mid = (pick: (x: (typeof per)[number]) => number) => median(per.map(pick));
+      results.push({ name: 'overload_goodput_ratio_to_b-small', value: mid((x) => x.goodputRatio), unit: 'ratio' });
+      results.push({ name: 'overload_p99_202', value: mid((x) => x.p99), unit: 'ms' });
+      results.push({ name: 'overload_p99_shed', value: mid((x) => x.shedP99), unit: 'ms' });
+      results.push({ name: 'overload_p99_shed_from_write', value: mid((x) => x.shedP99FromWrite), unit: 'ms' });
+      results.push({ name: 'overload_shed_share', value: mid((x) => x.shedShare), unit: 'ratio' });
+      results.push({
+        name: 'overload_peak_rss',
+        value: Math.round(Math.max(...per.map((x) => x.peakRss))),
+        unit: 'MiB',
+      });
+      const sum = (pick: (x: (typeof per)[number]) => number) => per.reduce((a, x) => a + pick(x), 0);
+      const goals = [
+        `goodput ${mid((x) => x.goodputRatio).toFixed(2)}× b-small (goal ≥ 0.9×)`,
+        `p99 of 202 ${mid((x) => x.p99).toFixed(0)} ms (goal < 250)`,
+        `${fmt(mid((x) => x.shedCount))} shed (503/429), p99 ${mid((x) => x.shedP99).toFixed(0)} ms (goal < 50)`,
+        `in all rounds: ${sum((x) => x.noRetryAfter)} shed without Retry-After, ${sum((x) => x.failed)} timeouts, connection errors, unsent or other answers (goal 0), rows = events accepted: ${per.every((x) => x.rowsMatch) ? 'yes' : 'NO'}, peak RSS ${Math.max(...per.map((x) => x.peakRss)).toFixed(0)} MiB (b-small ${smallPeakRss.toFixed(0)} MiB)`,
+      ];
+      say(`overload, median of ${rounds} rounds: ${goals.join('; ')}`);
+    }
+
+    if (want('refusal')) {
+      const f = await refusalScenario({ ...o, rounds: 2 });
+      const front = median(f.cpuPerAnswer.front);
+      const bare = median(f.cpuPerAnswer.bare);
+      const each = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ');
+      results.push({ name: 'refusal_cpu_per_answer', value: front, unit: 'us' });
+      results.push({ name: 'refusal_floor_cpu_per_answer', value: bare, unit: 'us' });
+      say(
+        `refusal: µs of CPU per 503, the service's HTTP front and load shedder ${front.toFixed(1)} (${each(f.cpuPerAnswer.front)}), uWebSockets.js alone ${bare.toFixed(1)} (${each(f.cpuPerAnswer.bare)}); ${f.otherAnswers} other answers, errors or timeouts (goal 0)`,
+      );
     }
 
     if (want('a-small')) {

@@ -14,7 +14,7 @@ import { migrate } from '../../src/db/migrations.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
-const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+export const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
 
 export interface Postgres {
   url: string;

@@ -54,7 +54,8 @@ export interface RouteOptions {
   maxBodyBytes?: number;
   /**
    * Asked first: a refusal is sent at once from uWS's callback, before the request is copied out or its body read
-   * (what arrives of it is dropped), the cheapest answer the server has.
+   * (what arrives of it is dropped), the cheapest answer the server has. A refusal is a shared constant: its reply is
+   * built once, by identity, and must not depend on the request.
    */
   shed?: { refusal(header: (name: string) => string): HttpError | null };
 }
@@ -74,6 +75,7 @@ export interface ServerOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const IGNORE = (): void => undefined;
 const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 
 /** The Content-Length a client declared: null when absent, NaN when not a plain number. */
@@ -97,6 +99,12 @@ function decodeParam(raw: string): string {
   }
 }
 
+/** A reply as it goes out: the reply sent (a 500 when the one built could not be serialised) and its body's bytes. */
+interface Serialised {
+  reply: Reply;
+  body: Uint8Array;
+}
+
 export class HttpServer {
   readonly app: TemplatedApp = uws.App();
   private listenSocket: us_listen_socket | null = null;
@@ -104,6 +112,8 @@ export class HttpServer {
   private drainWaiters: (() => void)[] = [];
   /** Set while shutting down: replies ask clients to close their connections. */
   closing = false;
+  /** Each refusal's reply and its bytes, built once: shedding answers thousands a second (RouteOptions.shed). */
+  private readonly shedReplies = new WeakMap<HttpError, Serialised>();
 
   constructor(private readonly opts: ServerOptions) {}
 
@@ -146,7 +156,7 @@ export class HttpServer {
     const started = performance.now();
     // The reply may not go out whole at once (a client that pipelines and does not read): uWS must then be able to
     // tell that the client left, or it ends the process.
-    res.onAborted(() => undefined);
+    res.onAborted(IGNORE);
     const sent = uReq.getHeader('x-request-id');
     const origin = uReq.getHeader('origin');
     const req: Request = {
@@ -158,12 +168,13 @@ export class HttpServer {
       params: [],
       address: '',
     };
-    const reply = replyFor(refusal);
+    let out = this.shedReplies.get(refusal);
+    if (out === undefined) this.shedReplies.set(refusal, (out = this.serialise(req, replyFor(refusal))));
     // As for a body refused in serve().
     const declared = declaredLength(uReq.getHeader('content-length') || undefined);
     const bodyFollows = declared !== null || uReq.getHeader('transfer-encoding') !== '';
-    this.write(res, req, reply, bodyFollows && closeAfterCut(declared, max));
-    this.opts.onReply?.(req, reply, performance.now() - started);
+    this.write(res, req, out, bodyFollows && closeAfterCut(declared, max));
+    this.opts.onReply?.(req, out.reply, performance.now() - started);
   }
 
   private serve(res: HttpResponse, uReq: HttpRequest, handler: Handler, paramCount: number, max: number): void {
@@ -271,7 +282,7 @@ export class HttpServer {
       const send = () => {
         if (aborted) return;
         try {
-          this.write(res, req, reply, cut && closeAfterCut(declared, max));
+          this.write(res, req, this.serialise(req, reply), cut && closeAfterCut(declared, max));
           if (reply.stream !== undefined) void this.pump(res, req, reply.stream, streamState);
           this.opts.onReply?.(req, reply, performance.now() - started);
         } catch (err) {
@@ -299,7 +310,7 @@ export class HttpServer {
   }
 
   /** The reply's body as bytes; a body that cannot be serialised (a cycle, a stack overflow) is this request's 500. */
-  private serialise(req: Request, reply: Reply): { reply: Reply; body: Uint8Array } {
+  private serialise(req: Request, reply: Reply): Serialised {
     try {
       const text =
         reply.body === undefined
@@ -315,8 +326,7 @@ export class HttpServer {
     }
   }
 
-  private write(res: HttpResponse, req: Request, built: Reply, close: boolean): void {
-    const { reply, body } = this.serialise(req, built);
+  private write(res: HttpResponse, req: Request, { reply, body }: Serialised, close: boolean): void {
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
       if (reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');

@@ -1,0 +1,42 @@
+// A process that answers every request to POST /tg with overload's refusal, for `refusal` (refusal.ts):
+// `front`, the service's HTTP front and load shedder held past their bound; `bare`, uWebSockets.js alone writing the
+// same answer, the floor. Prints its port.
+import { HttpServer } from '../src/http/server.js';
+import uws from '../src/http/uws.js';
+import { BodyBudget } from '../src/limits/body-budget.js';
+import { LoadShedder } from '../src/limits/shedding.js';
+
+const refuser = process.argv[2];
+if (refuser === 'front') {
+  const shedder = new LoadShedder(
+    { queueDelayMs: () => 1000, inHand: () => true, loopDelayMs: () => 0, holdsShare: () => true },
+    55,
+  );
+  const server = new HttpServer({ maxBodyBytes: 1 << 20, bodyBudget: new BodyBudget(64 << 20), trustProxy: false });
+  // As src/app/routes.ts: the key's project asked first (known here, so every request counts as a tenant's).
+  server.route('post', '/tg', () => ({ status: 202 }), {
+    shed: { refusal: (header) => shedder.refusal(header('x-api-key') === '' ? null : 'project', true) },
+  });
+  console.log(await server.listen('127.0.0.1', 0));
+} else {
+  // The same status, headers and body as the front's refusal.
+  const body = JSON.stringify({
+    error: 'overloaded',
+    message:
+      'The service is behind: requests are waiting too long. Nothing of this request was read; retry after the delay in Retry-After.',
+  });
+  const app = uws.App();
+  app.post('/tg', (res) => {
+    res.onAborted(() => undefined);
+    res.cork(() => {
+      res
+        .writeStatus('503 Service Unavailable')
+        .writeHeader('Content-Type', 'application/json')
+        .writeHeader('X-Request-Id', '00000000-0000-4000-8000-000000000000')
+        .writeHeader('X-Content-Type-Options', 'nosniff')
+        .writeHeader('Retry-After', '1')
+        .end(body);
+    });
+  });
+  app.listen('127.0.0.1', 0, (socket) => console.log(uws.us_socket_local_port(socket as never)));
+}
