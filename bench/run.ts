@@ -405,7 +405,7 @@ async function main(): Promise<void> {
             'loop delay p99/max ms (load generator)': `${r.generatorDelayP99.toFixed(0)}/${r.generatorDelayMax.toFixed(0)}`,
           });
           say(
-            `overload round ${round}: goodput ${goodputRatio.toFixed(2)}× b-small (${fmt(capacity)} requests/s); p99 of 202 ${ok.p99.toFixed(0)} ms; ${fmt(shedCount)} shed, p99 ${shedP99.toFixed(0)} ms (${shedP99FromWrite.toFixed(0)} from write); ${failed} failed; rows ${fmt(f.rowsStored)} = events accepted ${fmt(f.eventsAccepted)}: ${f.rowsStored === f.eventsAccepted ? 'yes' : 'NO'}`,
+            `overload round ${round}: goodput ${goodputRatio.toFixed(2)}× b-small (${fmt(capacity)} requests/s); p99 of 202 ${ok.p99.toFixed(0)} ms; ${fmt(shedCount)} shed, p99 ${shedP99.toFixed(0)} ms (${shedP99FromWrite.toFixed(0)} from write); ${failed} failed (${r.timeouts} timeouts, ${r.errors} connection errors, ${r.unsent} unsent at ${r.peakConnections} connections, ${other} other answers); rows ${fmt(f.rowsStored)} = events accepted ${fmt(f.eventsAccepted)}: ${f.rowsStored === f.eventsAccepted ? 'yes' : 'NO'}`,
           );
         } finally {
           await db.drop();
