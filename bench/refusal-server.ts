@@ -1,10 +1,12 @@
 // A process that answers every request to POST /tg with overload's refusal, for `refusal` (refusal.ts):
 // `front`, the service's HTTP front and load shedder held past their bound; `bare`, uWebSockets.js alone writing the
 // same answer, the floor. Prints its port.
+import { STATUS_TEXT } from '../src/errors.js';
+import { replyFor } from '../src/http/replies.js';
 import { HttpServer } from '../src/http/server.js';
 import uws from '../src/http/uws.js';
 import { BodyBudget } from '../src/limits/body-budget.js';
-import { LoadShedder } from '../src/limits/shedding.js';
+import { LoadShedder, REFUSAL } from '../src/limits/shedding.js';
 
 const refuser = process.argv[2];
 if (refuser === 'front') {
@@ -19,23 +21,20 @@ if (refuser === 'front') {
   });
   console.log(await server.listen('127.0.0.1', 0));
 } else {
-  // The same status, headers and body as the front's refusal.
-  const body = JSON.stringify({
-    error: 'overloaded',
-    message:
-      'The service is behind: requests are waiting too long. Nothing of this request was read; retry after the delay in Retry-After.',
-  });
+  // The same status, headers and body as the front's refusal, made by the same pieces.
+  const reply = replyFor(REFUSAL);
+  const body = JSON.stringify(reply.body);
   const app = uws.App();
   app.post('/tg', (res) => {
     res.onAborted(() => undefined);
     res.cork(() => {
       res
-        .writeStatus('503 Service Unavailable')
+        .writeStatus(STATUS_TEXT[reply.status]!)
         .writeHeader('Content-Type', 'application/json')
         .writeHeader('X-Request-Id', '00000000-0000-4000-8000-000000000000')
-        .writeHeader('X-Content-Type-Options', 'nosniff')
-        .writeHeader('Retry-After', '1')
-        .end(body);
+        .writeHeader('X-Content-Type-Options', 'nosniff');
+      for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+      res.end(body);
     });
   });
   app.listen('127.0.0.1', 0, (socket) => console.log(uws.us_socket_local_port(socket as never)));

@@ -24,7 +24,8 @@ const ENTER_MS = 100;
 const REENTER_MS = 1000;
 const QUIET_MS = 1000;
 
-const REFUSAL = new HttpError('overloaded', {
+/** The answer to a request shed: one constant, so the HTTP front builds its reply once (RouteOptions.shed). */
+export const REFUSAL = new HttpError('overloaded', {
   message:
     'The service is behind: requests are waiting too long. Nothing of this request was read; retry after the delay in Retry-After.',
   retryAfterS: 1,

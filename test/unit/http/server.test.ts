@@ -10,6 +10,8 @@ let port: number;
 const errors: unknown[] = [];
 const budget = new BodyBudget(1 << 20);
 let shedding = true;
+/** One refusal for every request, as load shedding's: its reply is built once. */
+const SHARED_REFUSAL = new HttpError('overloaded', { retryAfterS: 1 });
 
 beforeAll(async () => {
   server = new HttpServer({
@@ -33,6 +35,7 @@ beforeAll(async () => {
       status: 200,
       body: { bytes: (await readBody()).byteLength },
     }))
+    .route('post', '/shed-shared', () => ({ status: 202 }), { shed: { refusal: () => SHARED_REFUSAL } })
     .route('post', '/shed', () => ({ status: 202, body: { ok: true } }), {
       shed: { refusal: () => (shedding ? new HttpError('overloaded', { retryAfterS: 1 }) : null) },
     });
@@ -66,6 +69,24 @@ async function rawClient() {
 }
 
 describe('HttpServer', () => {
+  it('answers a shared refusal the same each time, with each request its own request id', async () => {
+    const answers = [];
+    for (const id of ['first-request', 'second-request']) {
+      const r = await fetch(`${base}/shed-shared`, { method: 'POST', headers: { 'x-request-id': id }, body: '{}' });
+      answers.push({
+        status: r.status,
+        id: r.headers.get('x-request-id'),
+        retry: r.headers.get('retry-after'),
+        body: await r.json(),
+      });
+    }
+    expect(answers.map((a) => a.id)).toEqual(['first-request', 'second-request']);
+    expect(answers.map((a) => a.status)).toEqual([503, 503]);
+    expect(answers.map((a) => a.retry)).toEqual(['1', '1']);
+    expect(answers[1]!.body).toEqual(answers[0]!.body);
+    expect(answers[0]!.body).toMatchObject({ error: 'overloaded' });
+  });
+
   it("a reply that cannot be serialised is that request's 500; the server goes on", async () => {
     for (const path of ['/cyclic', '/deep']) {
       const r = await fetch(`${base}${path}`);
