@@ -9,6 +9,7 @@ import { Bot } from 'grammy';
 import { Telegraf } from 'telegraf';
 import { tgIngest as grammyIngest } from '@tg-ingest/grammy';
 import { tgIngest as telegrafIngest } from '@tg-ingest/telegraf';
+import { median } from './lib/report.js';
 
 const BOT_ID = 7_000_000_001;
 const UPDATES = 20_000;
@@ -71,8 +72,6 @@ async function deadPort(): Promise<number> {
   await new Promise<void>((r) => s.close(() => r()));
   return port;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Median time of one handleUpdate, in µs. */
 async function perUpdate(d: Driver, from: number): Promise<number> {

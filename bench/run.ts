@@ -3,12 +3,12 @@
 // BENCH_DURATION_S (10) and BENCH_WARMUP_S (3) set the measuring and warm-up windows.
 import { ed25519Bench } from './ed25519.js';
 import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
-import { fmt, type Result, resultLines, type Row, table } from './lib/report.js';
+import { fmt, median, type Result, resultLines, type Row, table } from './lib/report.js';
 import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
 import { reports50m } from './reports.js';
-import { OVERLOAD_EVENTS, overloadScenario } from './overload.js';
+import { overloadRounds } from './overload.js';
 import { refusalScenario } from './refusal.js';
 import { awaitErasure, ERASURE_USERS, plantAndRequest, settle } from './erasure.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
@@ -40,11 +40,6 @@ const ALL = [
 ] as const;
 type Name = (typeof ALL)[number];
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((x, y) => x - y);
-  return (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
-}
-
 function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
   const row: Row = {
     scenario: f.name,
@@ -57,6 +52,7 @@ function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
     'ms/commit': f.commitMs,
     'server cores': f.serverCores,
     'main thread': f.mainThreadCores,
+    'main thread waiting': f.mainThreadWaitCores,
     'pg cores': f.postgresCores,
     'server µs/req': f.requestsPerS > 0 ? (f.serverCores * 1e6) / f.requestsPerS : 0,
     'pg µs/req': f.requestsPerS > 0 ? (f.postgresCores * 1e6) / f.requestsPerS : 0,
@@ -229,7 +225,6 @@ async function main(): Promise<void> {
     }
 
     const smallReqPerS = new Map<string, number>();
-    let smallPeakRss = 0;
     const smallPgPerRequest = new Map<string, number>();
     const smallConnections = Number(process.env.BENCH_SMALL_CONNECTIONS ?? 100);
     const smallVariants = [
@@ -271,7 +266,6 @@ async function main(): Promise<void> {
         });
         rows.push(figuresRow(f, ceilingRowsPerS));
         smallReqPerS.set(name, f.requestsPerS);
-        if (name === 'b-small') smallPeakRss = f.peakRssMiB;
         smallPgPerRequest.set(name, (f.postgresCores * 1e6) / f.requestsPerS);
         results.push({ name: `${name}_requests`, value: Math.round(f.requestsPerS), unit: 'req/s' });
         results.push({ name: `${name}_p99`, value: f.p99Ms, unit: 'ms' });
@@ -322,114 +316,18 @@ async function main(): Promise<void> {
     }
 
     if (want('overload')) {
-      // One b-small and one overload differ from run to run by more than the goals' margins on a shared machine (four
-      // runs of one build: b-small 2,123–2,825 requests/s, goodput 0.77–1.52× it). So they run in rounds, a b-small
-      // and at once an overload at twice what it sustained, and the goals are judged on the rounds' medians (those
-      // that must hold every time, on every round).
-      const rounds = Math.max(1, Math.floor(Number(process.env.BENCH_OVERLOAD_ROUNDS ?? 3)) || 1);
-      const durationS = Number(process.env.BENCH_OVERLOAD_S ?? 30);
-      const per: {
-        goodputRatio: number;
-        p99: number;
-        shedCount: number;
-        shedP99: number;
-        shedP99FromWrite: number;
-        shedShare: number;
-        noRetryAfter: number;
-        failed: number;
-        rowsMatch: boolean;
-        peakRss: number;
-      }[] = [];
-      for (let round = 1; round <= rounds; round++) {
-        let capacity: number;
-        const small = await freshDatabase(pg.url);
-        try {
-          const label = `b-small (bot_api, 10-event batches, ${smallConnections} conn), overload round ${round}`;
-          const f = await botApiScenario(label, small, {
-            ...o,
-            events: 10,
-            connections: smallConnections,
-            env: extraEnv,
-          });
-          rows.push(figuresRow(f, ceilingRowsPerS));
-          capacity = f.requestsPerS;
-          smallPeakRss = Math.max(smallPeakRss, f.peakRssMiB);
-        } finally {
-          await small.drop();
-        }
-        const db = await freshDatabase(pg.url);
-        try {
-          const f = await overloadScenario(db, { rate: 2 * capacity, durationS, warmupS, env: extraEnv });
-          const r = f.result;
-          const ok = r.byStatus['202'] ?? { count: 0, p50: 0, p99: 0, max: 0, withoutRetryAfter: 0 };
-          const shed = Object.entries(r.byStatus).filter(([s]) => s === '503' || s === '429');
-          const shedCount = shed.reduce((a, [, v]) => a + v.count, 0);
-          const shedP99 = Math.max(0, ...shed.map(([, v]) => v.p99));
-          const shedFromWrite = Object.entries(r.byStatusFromWrite).filter(([s]) => s === '503' || s === '429');
-          const shedP50FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p50));
-          const shedP99FromWrite = Math.max(0, ...shedFromWrite.map(([, v]) => v.p99));
-          const other = Object.entries(r.byStatus)
-            .filter(([s]) => !['202', '503', '429'].includes(s))
-            .reduce((a, [, v]) => a + v.count, 0);
-          const goodputRatio = f.goodputEventsPerS / (capacity * OVERLOAD_EVENTS);
-          const failed = r.timeouts + r.errors + r.unsent + other;
-          per.push({
-            goodputRatio,
-            p99: ok.p99,
-            shedCount,
-            shedP99,
-            shedP99FromWrite,
-            shedShare: shedCount / Math.max(1, r.offered),
-            noRetryAfter: shed.reduce((a, [, v]) => a + v.withoutRetryAfter, 0),
-            failed,
-            rowsMatch: f.rowsStored === f.eventsAccepted,
-            peakRss: f.peakRssMiB,
-          });
-          rows.push({
-            scenario: `overload round ${round} (b-small's traffic open-loop at 2× its rate, ${fmt(f.offeredPerS)} req/s, ${durationS} s; load generator at nice ${f.generatorNice})`,
-            'events/s': f.goodputEventsPerS,
-            'req/s': ok.count / durationS,
-            'p50 ms': ok.p50,
-            'p99 ms': ok.p99,
-            failed,
-            'server cores': f.serverCores,
-            'pg cores': f.postgresCores,
-            'autocannon cores': f.loadGeneratorCores,
-            'machine busy': f.machineCores,
-            'peak RSS MiB': f.peakRssMiB,
-            shed: shedCount,
-            'shed p99 ms': shedP99,
-            'shed p50/p99 ms from write': `${shedP50FromWrite.toFixed(0)}/${shedP99FromWrite.toFixed(0)}`,
-            connections: r.peakConnections,
-            'loop delay p99/max ms (service)': `${f.serviceLoopP99.toFixed(0)}/${f.serviceLoopMax.toFixed(0)}`,
-            'loop delay p99/max ms (load generator)': `${r.generatorDelayP99.toFixed(0)}/${r.generatorDelayMax.toFixed(0)}`,
-          });
-          say(
-            `overload round ${round}: goodput ${goodputRatio.toFixed(2)}× b-small (${fmt(capacity)} requests/s); p99 of 202 ${ok.p99.toFixed(0)} ms; ${fmt(shedCount)} shed, p99 ${shedP99.toFixed(0)} ms (${shedP99FromWrite.toFixed(0)} from write); ${failed} failed (${r.timeouts} timeouts, ${r.errors} connection errors, ${r.unsent} unsent at ${r.peakConnections} connections, ${other} other answers); rows ${fmt(f.rowsStored)} = events accepted ${fmt(f.eventsAccepted)}: ${f.rowsStored === f.eventsAccepted ? 'yes' : 'NO'}`,
-          );
-        } finally {
-          await db.drop();
-        }
-      }
-      const mid = (pick: (x: (typeof per)[number]) => number) => median(per.map(pick));
-      results.push({ name: 'overload_goodput_ratio_to_b-small', value: mid((x) => x.goodputRatio), unit: 'ratio' });
-      results.push({ name: 'overload_p99_202', value: mid((x) => x.p99), unit: 'ms' });
-      results.push({ name: 'overload_p99_shed', value: mid((x) => x.shedP99), unit: 'ms' });
-      results.push({ name: 'overload_p99_shed_from_write', value: mid((x) => x.shedP99FromWrite), unit: 'ms' });
-      results.push({ name: 'overload_shed_share', value: mid((x) => x.shedShare), unit: 'ratio' });
-      results.push({
-        name: 'overload_peak_rss',
-        value: Math.round(Math.max(...per.map((x) => x.peakRss))),
-        unit: 'MiB',
+      const overload = await overloadRounds(pg.url, {
+        rounds: Math.max(1, Math.floor(Number(process.env.BENCH_OVERLOAD_ROUNDS ?? 3)) || 1),
+        durationS: Number(process.env.BENCH_OVERLOAD_S ?? 30),
+        warmupS,
+        smallDurationS: durationS,
+        smallConnections,
+        env: extraEnv,
+        say,
       });
-      const sum = (pick: (x: (typeof per)[number]) => number) => per.reduce((a, x) => a + pick(x), 0);
-      const goals = [
-        `goodput ${mid((x) => x.goodputRatio).toFixed(2)}× b-small (goal ≥ 0.9×)`,
-        `p99 of 202 ${mid((x) => x.p99).toFixed(0)} ms (goal < 250)`,
-        `${fmt(mid((x) => x.shedCount))} shed (503/429), p99 ${mid((x) => x.shedP99).toFixed(0)} ms (goal < 50)`,
-        `in all rounds: ${sum((x) => x.noRetryAfter)} shed without Retry-After, ${sum((x) => x.failed)} timeouts, connection errors, unsent or other answers (goal 0), rows = events accepted: ${per.every((x) => x.rowsMatch) ? 'yes' : 'NO'}, peak RSS ${Math.max(...per.map((x) => x.peakRss)).toFixed(0)} MiB (b-small ${smallPeakRss.toFixed(0)} MiB)`,
-      ];
-      say(`overload, median of ${rounds} rounds: ${goals.join('; ')}`);
+      for (const r of overload.rounds) rows.push(figuresRow(r.small, ceilingRowsPerS), ...r.rows);
+      results.push(...overload.results);
+      say(overload.summary);
     }
 
     if (want('refusal')) {
@@ -616,6 +514,7 @@ async function main(): Promise<void> {
               commitMs: 0,
               serverCores: 0,
               mainThreadCores: 0,
+              mainThreadWaitCores: 0,
               postgresCores: 0,
               loadGeneratorCores: 0,
               machineCores: 0,

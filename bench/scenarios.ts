@@ -31,6 +31,8 @@ export interface Figures {
   commitMs: number;
   serverCores: number;
   mainThreadCores: number;
+  /** Seconds per second the service's main thread waited for a core (runnable, not running). */
+  mainThreadWaitCores: number;
   postgresCores: number;
   loadGeneratorCores: number;
   machineCores: number;
@@ -82,6 +84,7 @@ async function measure(
     failed: r.non2xx + r.errors + r.timeouts,
     serverCores: used.serverCores,
     mainThreadCores: used.mainThreadCores,
+    mainThreadWaitCores: used.mainThreadWaitCores,
     postgresCores: used.postgresCores,
     loadGeneratorCores: used.loadGeneratorCores,
     machineCores: used.machineCores,

@@ -15,6 +15,19 @@ export function cpuSeconds(pid: number, tid?: number): number {
   }
 }
 
+/**
+ * Seconds a thread has spent runnable but waiting for a core (Linux schedstat; NaN where the kernel does not keep it).
+ * Beside its CPU seconds this tells a thread that is the bottleneck on a shared machine: on a core or waiting for one
+ * nearly all the time, though its CPU alone reads well under a core.
+ */
+export function runQueueSeconds(pid: number, tid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** CPU seconds of every running PostgreSQL process. */
 export function postgresCpuSeconds(): number {
   let total = 0;
@@ -52,6 +65,8 @@ export interface CpuWindow {
   stop(): {
     serverCores: number;
     mainThreadCores: number;
+    /** Seconds per second the main thread was runnable but waiting for a core. */
+    mainThreadWaitCores: number;
     postgresCores: number;
     loadGeneratorCores: number;
     machineCores: number;
@@ -64,6 +79,7 @@ export function cpuWindow(serverPid: number): CpuWindow {
   const t0 = performance.now();
   const s0 = cpuSeconds(serverPid);
   const m0 = cpuSeconds(serverPid, serverPid);
+  const w0 = runQueueSeconds(serverPid, serverPid);
   const p0 = postgresCpuSeconds();
   const g0 = cpuSeconds(process.pid);
   const c0 = machineCpuSeconds();
@@ -73,6 +89,7 @@ export function cpuWindow(serverPid: number): CpuWindow {
       return {
         serverCores: (cpuSeconds(serverPid) - s0) / seconds,
         mainThreadCores: (cpuSeconds(serverPid, serverPid) - m0) / seconds,
+        mainThreadWaitCores: (runQueueSeconds(serverPid, serverPid) - w0) / seconds,
         postgresCores: (postgresCpuSeconds() - p0) / seconds,
         loadGeneratorCores: (cpuSeconds(process.pid) - g0) / seconds,
         machineCores: (machineCpuSeconds().busy - c0.busy) / seconds,

@@ -24,6 +24,12 @@ export function fmt(n: number): string {
   return n.toFixed(3);
 }
 
+/** The middle value (of an even count, the mean of the two middle ones). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((x, y) => x - y);
+  return (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
+}
+
 export interface Result {
   name: string;
   value: number;
