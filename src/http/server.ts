@@ -282,9 +282,11 @@ export class HttpServer {
       const send = () => {
         if (aborted) return;
         try {
-          this.write(res, req, this.serialise(req, reply), cut && closeAfterCut(declared, max));
-          if (reply.stream !== undefined) void this.pump(res, req, reply.stream, streamState);
-          this.opts.onReply?.(req, reply, performance.now() - started);
+          // What goes out, which is a 500 when the reply cannot be serialised: that is what onReply reports.
+          const out = this.serialise(req, reply);
+          this.write(res, req, out, cut && closeAfterCut(declared, max));
+          if (out.reply.stream !== undefined) void this.pump(res, req, out.reply.stream, streamState);
+          this.opts.onReply?.(req, out.reply, performance.now() - started);
         } catch (err) {
           // Only a bug gets here (the reply is built and serialised above): logged, never thrown
           // out of a promise callback where it would end the process.

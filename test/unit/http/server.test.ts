@@ -8,6 +8,8 @@ let server: HttpServer;
 let base: string;
 let port: number;
 const errors: unknown[] = [];
+/** What the server reported it answered (its metrics count these): "path status". */
+const replied: string[] = [];
 const budget = new BodyBudget(1 << 20);
 let shedding = true;
 /** One refusal for every request, as load shedding's: its reply is built once. */
@@ -19,6 +21,7 @@ beforeAll(async () => {
     bodyBudget: budget,
     trustProxy: false,
     onError: (_req, err) => errors.push(err),
+    onReply: (req, reply) => replied.push(`${req.path} ${reply.status}`),
   });
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
@@ -94,6 +97,11 @@ describe('HttpServer', () => {
       expect(await r.json()).toEqual({ error: 'internal', message: 'Internal error.' });
     }
     expect(errors.length).toBe(2);
+    // Reported as answered: the 500 that went out, not the handler's 200.
+    expect(replied.filter((r) => r.startsWith('/cyclic') || r.startsWith('/deep'))).toEqual([
+      '/cyclic 500',
+      '/deep 500',
+    ]);
     expect((await fetch(`${base}/ok`)).status).toBe(200);
   });
 
