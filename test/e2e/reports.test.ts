@@ -458,6 +458,53 @@ describe('reports', () => {
     expect(await filedUsers(srv.url)).toEqual({ hits: before.hits + 2, misses: before.misses });
   }, 60_000);
 
+  it("files again a remembered user's days when their campaign arrives among rows no summary holds naming over 10,000 of their project's users", async () => {
+    const busy = await provision(srv.url);
+    const get = async (path: string) =>
+      (await admin(srv.url, 'GET', `/admin/projects/${busy.projectId}/reports/${path}`)).body;
+    const day1 = '2026-11-14';
+    const day2 = '2026-11-15';
+    const send = async () =>
+      expect((await postBotApi(srv.url, busy.token, { events: [ev('8501', `${day1}T10:00:00Z`)] })).status).toBe(202);
+    const events1 = async () => (await get(`daily?from=${day1}&to=${day1}`))[0].events;
+    // Folded one request at a time: the second finds the user remembered from the first, filed on day1.
+    for (const n of [1, 2]) {
+      await send();
+      await expect.poll(events1, { timeout: 10_000 }).toBe(n);
+    }
+    // One window: 10,001 other users of the project, and the user's first campaign, in rows no summary holds. Too
+    // many users to list: the window marks the project whole, and everything remembered of it must go.
+    const writer = connect(db.url, { max: 1, name: 'tg-ingest writer test' });
+    try {
+      await writer.begin(async (tx) => {
+        await tx`SELECT txid_current()`;
+        await tx`
+          INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                              platform_user_id, origin, channel, billed)
+          SELECT ${busy.projectId}, ${busy.botId}, gen_random_uuid(), 'message_received', 'message',
+                 ${`${day2}T10:00:00Z`}, now(), 9100000 + g, 'custom', 'bot_api', true
+          FROM generate_series(1, 10001) g`;
+        await tx`
+          INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                              platform_user_id, origin, channel, billed, tg)
+          VALUES (${busy.projectId}, ${busy.botId}, ${randomUUID()}, 'command', 'message', ${`${day2}T10:00:00Z`},
+                  now(), 8501, 'platform', 'bot_api', true, '{"start_param": "summer"}'::jsonb)`;
+      });
+    } finally {
+      await writer.end();
+    }
+    await expect
+      .poll(async () => (await get(`campaigns?from=${day2}&to=${day2}`))[0]?.campaign, { timeout: 20_000 })
+      .toBe('summer');
+    // Back on day1: probed, not counted from memory, so the day is refiled under the campaign.
+    await send();
+    await expect.poll(events1, { timeout: 10_000 }).toBe(3);
+    expect(await get(`campaigns?from=${day1}&to=${day1}`)).toEqual([
+      { campaign: 'summer', newUsers: 1, activeUsers: 1, payers: 0, revenue: [] },
+      { campaign: null, newUsers: 0, activeUsers: 1, payers: 0, revenue: [] },
+    ]);
+  }, 60_000);
+
   it('forgets every remembered user when rows no summary holds name over 10,000 users of over 1,000 projects', async () => {
     const quiet = await provision(srv.url);
     const day = '2026-11-13';
