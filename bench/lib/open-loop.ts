@@ -61,6 +61,11 @@ export interface OpenLoopResult {
   timeouts: number;
   /** Connections that failed or closed under a request. */
   errors: number;
+  /**
+   * Those errors by kind: the socket's error code, or `closed` (closed without one, no answer), and whether the
+   * connection had carried an answer before (`reused`) or was new (`new`): "ECONNRESET reused" → 3.
+   */
+  errorKinds: Record<string, number>;
   /** Due while every allowed connection was busy. */
   unsent: number;
   peakConnections: number;
@@ -76,6 +81,8 @@ export interface Conn {
   /** When it was written. */
   writtenAt: number;
   buf: Buffer;
+  /** Answers it has carried. */
+  answers: number;
 }
 
 class Latencies {
@@ -115,6 +122,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   const byStatusFromWrite = new Map<string, Latencies>();
   let timeouts = 0;
   let errors = 0;
+  const errorKinds = new Map<string, number>();
   let unsent = 0;
   let peakConnections = 0;
   let inFlight = 0;
@@ -126,12 +134,16 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     if (!retryAfter) l.noRetryAfter++;
   };
 
-  const drop = (c: Conn, counted: 'error' | 'timeout' | null) => {
+  const drop = (c: Conn, counted: 'error' | 'timeout' | null, kind = 'closed') => {
     if (!all.delete(c)) return;
     if (c.dueAt !== null) {
       inFlight--;
       if (counted === 'timeout') timeouts++;
-      else if (counted === 'error') errors++;
+      else if (counted === 'error') {
+        errors++;
+        const key = `${kind} ${c.answers > 0 ? 'reused' : 'new'}`;
+        errorKinds.set(key, (errorKinds.get(key) ?? 0) + 1);
+      }
       c.dueAt = null;
     }
     const i = idle.indexOf(c);
@@ -157,6 +169,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       record(byStatus, status, now - c.dueAt, retryAfter);
       record(byStatusFromWrite, status, now - c.writtenAt, retryAfter);
       c.dueAt = null;
+      c.answers++;
       inFlight--;
     }
     if (closing) drop(c, null);
@@ -166,13 +179,13 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   const listen = (c: Conn) => {
     c.socket.removeAllListeners('data').removeAllListeners('error').removeAllListeners('close');
     c.socket.on('data', (chunk: Buffer) => onData(c, chunk));
-    c.socket.on('error', () => drop(c, 'error'));
+    c.socket.on('error', (err: NodeJS.ErrnoException) => drop(c, 'error', err.code ?? err.message));
     c.socket.on('close', () => drop(c, 'error'));
   };
   for (const c of idle) listen(c);
   const open = (): Conn => {
     const socket = connect({ host, port, noDelay: true });
-    const c: Conn = { socket, dueAt: null, writtenAt: 0, buf: Buffer.alloc(0) };
+    const c: Conn = { socket, dueAt: null, writtenAt: 0, buf: Buffer.alloc(0), answers: 0 };
     listen(c);
     all.add(c);
     peakConnections = Math.max(peakConnections, all.size);
@@ -230,6 +243,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     byStatusFromWrite: Object.fromEntries([...byStatusFromWrite].map(([s, l]) => [s, l.figures()])),
     timeouts,
     errors,
+    errorKinds: Object.fromEntries(errorKinds),
     unsent,
     peakConnections,
     generatorDelayP99: lag.percentile(99) / 1e6,

@@ -22,7 +22,9 @@ export function cpuSeconds(pid: number, tid?: number): number {
  */
 export function runQueueSeconds(pid: number, tid: number): number {
   try {
-    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+    const [onCpu, waiting] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+    // All zeros where the kernel keeps no schedule statistics (the thread has run, so it cannot be 0).
+    return onCpu === 0 ? Number.NaN : waiting! / 1e9;
   } catch {
     return Number.NaN;
   }
@@ -97,6 +99,11 @@ export function cpuWindow(serverPid: number): CpuWindow {
       };
     },
   };
+}
+
+/** The calling thread's nice value (what b-small's autocannon, in this thread, runs at). */
+export function currentNice(): number {
+  return getPriority(0);
 }
 
 /**
