@@ -5,7 +5,9 @@
 // HTTP/1.1 over raw sockets, one request in flight per connection (as browsers and bot backends
 // send): a request due while every connection is busy opens another, up to `maxConnections`; past
 // that it is counted `unsent`. Latency runs from the moment a request was due, so time spent
-// waiting for a connection counts (no coordinated omission).
+// waiting for a connection counts (no coordinated omission). As HTTP clients do, a connection idle
+// for KEEP_ALIVE_MS is closed rather than reused: the server closes its idle ones after 10 s
+// (uWebSockets.js), and a request written as that close crosses it is reset, unanswered.
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -22,6 +24,9 @@ export interface OpenLoopOptions {
   /** Connections kept from an earlier run (a warm-up), as clients keep theirs alive; closed otherwise. */
   pool?: ConnectionPool;
 }
+
+/** Below uWebSockets.js's 10 s idle timeout, as undici's 4 s keep-alive is. */
+const KEEP_ALIVE_MS = 4000;
 
 /** Idle connections carried from one run to the next. */
 export interface ConnectionPool {
@@ -83,6 +88,8 @@ export interface Conn {
   buf: Buffer;
   /** Answers it has carried. */
   answers: number;
+  /** When it last became idle. */
+  idleSince: number;
 }
 
 class Latencies {
@@ -173,7 +180,10 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
       inFlight--;
     }
     if (closing) drop(c, null);
-    else idle.push(c);
+    else {
+      c.idleSince = performance.now();
+      idle.push(c);
+    }
   };
 
   const listen = (c: Conn) => {
@@ -185,7 +195,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   for (const c of idle) listen(c);
   const open = (): Conn => {
     const socket = connect({ host, port, noDelay: true });
-    const c: Conn = { socket, dueAt: null, writtenAt: 0, buf: Buffer.alloc(0), answers: 0 };
+    const c: Conn = { socket, dueAt: null, writtenAt: 0, buf: Buffer.alloc(0), answers: 0, idleSince: 0 };
     listen(c);
     all.add(c);
     peakConnections = Math.max(peakConnections, all.size);
@@ -194,6 +204,11 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
 
   const send = (dueAt: number) => {
     let c = idle.pop();
+    // The most recently idle comes first, so one kept too long means every one below it was too.
+    if (c !== undefined && performance.now() - c.idleSince > KEEP_ALIVE_MS) {
+      for (const stale of [...idle.splice(0), c]) drop(stale, null);
+      c = undefined;
+    }
     if (c === undefined) {
       if (all.size >= maxConnections) {
         unsent++;
