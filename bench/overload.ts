@@ -38,7 +38,7 @@ export const OVERLOAD_EVENTS = 10;
  * (shed answers 13–15 ms later from when due than from when written). Raised, it sends and reads on time (that gap
  * 4–5 ms) but takes its core at once whenever it wakes: the service's main thread then waits for a core longer
  * (0.26–0.29 of a second each second against 0.20–0.23) and gets less of one (0.69–0.72 against 0.74–0.78); goodput
- * was 0.86× b-small against 1.01× at the median of fifteen runs of each. So each round runs the overload at both, and
+ * was 0.81× b-small against 1.00× at the median of twenty-four runs of each. So each round runs the overload at both, and
  * each goal is judged where the rig does not count against it: goodput at b-small's priority, latency raised.
  */
 const GENERATOR_NICE = -10;
