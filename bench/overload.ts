@@ -4,11 +4,11 @@
 import { type Database, freshDatabase, provision, scrape, startService, tableRows } from './lib/env.js';
 import { connectionPool, openLoop, type OpenLoopResult, type StatusFigures } from './lib/open-loop.js';
 import { runTail, serverBatch, stamp } from './lib/payloads.js';
-import { atPriority, cpuWindow, currentNice, peakRssMiB } from './lib/proc.js';
+import { atPriority, cpuWindow, peakRssMiB } from './lib/proc.js';
 import { fmt, median, type Result, type Row } from './lib/report.js';
 import { botApiScenario, type Figures } from './scenarios.js';
 
-export interface OverloadFigures {
+interface OverloadFigures {
   offeredPerS: number;
   /** Events answered 202, per second of the schedule. */
   goodputEventsPerS: number;
@@ -29,7 +29,7 @@ export interface OverloadFigures {
   generatorNice: number;
 }
 
-export const OVERLOAD_EVENTS = 10;
+const OVERLOAD_EVENTS = 10;
 
 /**
  * Clients are other machines; here the load generator shares two cores with the service and PostgreSQL, and which way
@@ -45,7 +45,7 @@ const GENERATOR_NICE = -10;
 
 async function overloadScenario(
   db: Database,
-  o: { rate: number; durationS: number; warmupS: number; nice: number; env?: Record<string, string> },
+  o: { rate: number; durationS: number; warmupS: number; nice: number | null; env?: Record<string, string> },
 ): Promise<OverloadFigures> {
   const svc = await startService(db.url, o.env);
   try {
@@ -229,7 +229,7 @@ export async function overloadRounds(
     }
     const capacity = small.requestsPerS;
     const kinds = [
-      ['asSmall', currentNice()],
+      ['asSmall', null],
       ['raised', GENERATOR_NICE],
     ] as const;
     // In turn first: whatever drifts within a round (the table's growth, the machine) falls on each alike.

@@ -13,7 +13,7 @@ import { runTail, serverBatch, stamp } from './lib/payloads.js';
 import { cpuSeconds } from './lib/proc.js';
 
 const SERVER = fileURLToPath(new URL('./refusal-server.js', import.meta.url));
-export const REFUSERS = ['front', 'bare'] as const;
+const REFUSERS = ['front', 'bare'] as const;
 
 export interface RefusalFigures {
   /** CPU µs per answer of each refuser, one figure a round. */

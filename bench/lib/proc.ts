@@ -101,19 +101,14 @@ export function cpuWindow(serverPid: number): CpuWindow {
   };
 }
 
-/** The calling thread's nice value (what b-small's autocannon, in this thread, runs at). */
-export function currentNice(): number {
-  return getPriority(0);
-}
-
 /**
  * Runs `work` with the calling thread's scheduling priority raised to `nice` (Linux: a thread's own), when the system
- * allows it (root or CAP_SYS_NICE) and it is higher than the thread's; returns the nice value it ran at.
+ * allows it (root or CAP_SYS_NICE) and it is higher than the thread's; null: as it is. Returns the nice value it ran at.
  */
-export async function atPriority<T>(nice: number, work: () => Promise<T>): Promise<{ value: T; nice: number }> {
+export async function atPriority<T>(nice: number | null, work: () => Promise<T>): Promise<{ value: T; nice: number }> {
   const before = getPriority(0);
   let at = before;
-  if (before > nice)
+  if (nice !== null && before > nice)
     try {
       setPriority(0, nice);
       at = nice;

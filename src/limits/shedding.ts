@@ -24,7 +24,10 @@ const ENTER_MS = 100;
 const REENTER_MS = 1000;
 const QUIET_MS = 1000;
 
-/** The answer to a request shed: one constant, so the HTTP front builds its reply once (RouteOptions.shed). */
+/**
+ * The answer to a request shed: one constant, whose reply the HTTP front builds once (RouteOptions.shed); exported for
+ * bench/refusal-server.ts's floor, which writes the same answer.
+ */
 export const REFUSAL = new HttpError('overloaded', {
   message:
     'The service is behind: requests are waiting too long. Nothing of this request was read; retry after the delay in Retry-After.',

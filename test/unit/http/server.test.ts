@@ -12,7 +12,7 @@ const errors: unknown[] = [];
 const replied: string[] = [];
 const budget = new BodyBudget(1 << 20);
 let shedding = true;
-/** One refusal for every request, as load shedding's: its reply is built once. */
+/** One refusal for every request, as load shedding's: its reply is built once, and reused by every test below. */
 const SHARED_REFUSAL = new HttpError('overloaded', { retryAfterS: 1 });
 
 beforeAll(async () => {
@@ -40,7 +40,7 @@ beforeAll(async () => {
     }))
     .route('post', '/shed-shared', () => ({ status: 202 }), { shed: { refusal: () => SHARED_REFUSAL } })
     .route('post', '/shed', () => ({ status: 202, body: { ok: true } }), {
-      shed: { refusal: () => (shedding ? new HttpError('overloaded', { retryAfterS: 1 }) : null) },
+      shed: { refusal: () => (shedding ? SHARED_REFUSAL : null) },
     });
   port = await server.listen('127.0.0.1', 0);
   base = `http://127.0.0.1:${port}`;
