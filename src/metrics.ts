@@ -41,6 +41,8 @@ export interface Probes {
   unauthenticatedWaiting(): number;
   /** Rejected events not kept because their project's quarantine was full, since start. */
   quarantineDropped(): number;
+  /** API keys looked up past their address's failed-authentication budget, since start. */
+  lowPriorityLookups(): number;
 }
 
 const SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -261,6 +263,17 @@ export class Metrics {
         const n = probes.quarantineDropped();
         this.inc(Math.max(0, n - droppedReported));
         droppedReported = n;
+      },
+    });
+    let lookupsReported = 0;
+    new client.Counter({
+      name: 'tg_ingest_low_priority_lookups_total',
+      help: "API keys carrying this deployment's tag looked up past their address's failed-authentication budget, one at a time.",
+      registers: [r],
+      collect() {
+        const n = probes.lowPriorityLookups();
+        this.inc(Math.max(0, n - lookupsReported));
+        lookupsReported = n;
       },
     });
     // Counted where they happen; reported as the increase since the last scrape.

@@ -45,6 +45,7 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
     tokenUse: p.tokenUse,
     buckets: new TokenBuckets(p.bucketOptions),
     authFailures: p.authFailures,
+    lowPriorityLookups: p.lowPriorityLookups,
     pool: p.pool,
     ...p.commit,
     closing,

@@ -33,6 +33,7 @@ import { QualityStore } from '../quality/store.js';
 import { IngestPool } from '../worker/pool.js';
 import { GroupCommitWriter } from '../writer/group-commit.js';
 import { LoadShedder } from '../limits/shedding.js';
+import { SerialLane } from '../limits/serial-lane.js';
 import { LoopDelay } from '../limits/loop-delay.js';
 import type { WriteOutcome } from '../writer/sink.js';
 
@@ -51,6 +52,8 @@ export interface Parts {
   bots: BotResolver;
   sessions: MiniAppSessions;
   authFailures: AuthFailures;
+  /** Lookups of tagged API keys from addresses past their failure budget. */
+  lowPriorityLookups: SerialLane;
   quota: Quota;
   plans: PlanCache;
   guard: AdminGuard;
@@ -107,7 +110,9 @@ export async function wire(
     tasks: () => pool.tasks,
     unauthenticatedWaiting: () => pool.unauthenticatedWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
+    lowPriorityLookups: () => lowPriorityLookups.started,
   });
+  const lowPriorityLookups = new SerialLane(config.authLowPriorityQueue);
   const loopDelay = new LoopDelay();
   const derived = new DerivedBytes(bodyBudget);
   const sink = new GroupCommitWriter({
@@ -245,6 +250,7 @@ export async function wire(
     bots,
     sessions,
     authFailures,
+    lowPriorityLookups,
     quota,
     plans,
     guard,

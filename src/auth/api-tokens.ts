@@ -95,6 +95,11 @@ export class TokenResolver {
     return !isTokenShaped(token) || this.cache.cached(token) || this.neverIssued(token);
   }
 
+  /** Whether only this deployment can have made the key: it carries the tag (not whether it is valid). */
+  vouched(token: string): boolean {
+    return isTokenShaped(token) && this.tags.carries(token);
+  }
+
   /** The project of a token known in memory, without a query or a refresh; null when it is not (or has none). */
   projectOf(token: string): string | null {
     return this.cache.peek(token)?.projectId ?? null;

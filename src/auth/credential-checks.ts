@@ -3,8 +3,11 @@
 // once cannot all pass on a budget's last token, and refunded when it passes or throws (then the
 // service failed, not the client). One refused without any work is charged too: it still costs
 // an HTTP exchange, and a flood of made-up keys would otherwise run at full speed while one of
-// keys that need a lookup is slowed. Past the budget: 429 auth_rate_limited.
+// keys that need a lookup is slowed. Past the budget: 429 auth_rate_limited, except for what only this deployment can
+// have issued (an API key carrying its tag): that is looked up all the same, one lookup at a time, so that a valid
+// credential is never refused for a budget its address spent on something else, as a signature that verifies is not.
 import { HttpError } from '../errors.js';
+import type { SerialLane } from '../limits/serial-lane.js';
 
 /** The failed-authentication budgets (limits/auth-failures.ts), per client address and per bot. */
 export interface FailureBudget {
@@ -53,12 +56,15 @@ export function refuseCheaply(failures: FailureBudget, address: string, refusal:
 /** A credential store that can tell whether resolving a key needs no query. */
 export interface CredentialResolver<T> {
   cheap(key: string): boolean;
+  /** Whether only this deployment can have made the key (a tagged API key): looked up whatever the budget. */
+  vouched?(key: string): boolean;
   resolve(key: string): Promise<T | null>;
 }
 
 /**
  * The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either
- * way.
+ * way. Past the budget, a key the resolver vouches for is looked up in `lowPriority` (one at a time, a bounded queue:
+ * 503 `overloaded` past it) and served when it is valid.
  */
 export async function resolveCredential<T>(
   failures: FailureBudget,
@@ -66,11 +72,18 @@ export async function resolveCredential<T>(
   resolver: CredentialResolver<T>,
   key: string,
   refusal: () => HttpError,
+  lowPriority?: SerialLane,
 ): Promise<T> {
   if (resolver.cheap(key)) {
     const known = await resolver.resolve(key);
     if (known === null) refuseCheaply(failures, address, refusal());
     return known;
+  }
+  const wait = failures.retryAfterS(address);
+  if (wait > 0 && lowPriority !== undefined && resolver.vouched?.(key) === true) {
+    const found = await lowPriority.run(() => resolver.resolve(key));
+    if (found === null) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
+    return found;
   }
   const found = await costlyCheck(
     failures,

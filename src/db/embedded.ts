@@ -94,7 +94,7 @@ function command(
   r: Runner,
   bin: string,
   args: string[],
-): { file: string; args: string[]; options: { uid?: number; gid?: number; env: NodeJS.ProcessEnv } } {
+): { file: string; args: string[]; options: { uid?: number; gid?: number; env: NodeJS.ProcessEnv; cwd?: string } } {
   const env = scrubbedEnv();
   if (r.kind === 'userns')
     return {
@@ -102,7 +102,9 @@ function command(
       args: ['--user', `--map-user=${NS_ID}`, `--map-group=${NS_ID}`, '--', bin, ...args],
       options: { env },
     };
-  if (r.kind === 'user') return { file: bin, args, options: { uid: r.uid, gid: r.gid, env } };
+  // As another user, a working directory that user can enter: PostgreSQL's programs stop in one they cannot (a clone
+  // under a directory only root may enter).
+  if (r.kind === 'user') return { file: bin, args, options: { uid: r.uid, gid: r.gid, env, cwd: '/' } };
   return { file: bin, args, options: { env } };
 }
 

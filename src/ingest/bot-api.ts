@@ -7,6 +7,7 @@ import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
 import { HttpError } from '../errors.js';
 import type { Handler } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
+import type { SerialLane } from '../limits/serial-lane.js';
 import type { TakeResult, TokenBuckets } from '../limits/token-bucket.js';
 import { checkRoom, commitBatch, type CommitDeps } from './commit.js';
 import { checkContentType, isGzip } from './headers.js';
@@ -32,6 +33,8 @@ export interface BotApiDeps extends CommitDeps, QualityDeps {
   tokenUse: TokenUse;
   buckets: TokenBuckets;
   authFailures: AuthFailures;
+  /** Lookups of tagged keys from addresses past their failure budget, one at a time. */
+  lowPriorityLookups: SerialLane;
   pool: IngestPool;
   limits: IngestLimits;
   /** True while shutting down: new requests are turned away. */
@@ -55,13 +58,15 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
     const key = req.headers['x-api-key']?.trim();
     if (key === undefined || key === '')
       refuseCheaply(deps.authFailures, req.address, new HttpError('api_key_missing'));
-    // A key that would cost a query is refused to an address that keeps presenting unknown ones.
+    // A key that would cost a query is refused to an address that keeps presenting unknown ones, unless it carries
+    // the tag: then it waits for the low-priority lane, and a valid one is served.
     const token = await resolveCredential(
       deps.authFailures,
       req.address,
       deps.tokens,
       key,
       () => new HttpError('api_key_invalid'),
+      deps.lowPriorityLookups,
     );
     deps.tokenUse.note(token.tokenId);
     const rate = deps.buckets.take(token.tokenId);

@@ -302,12 +302,21 @@ export class PatroniCluster {
     this.haproxy = proc;
   }
 
+  /**
+   * How a program runs as the cluster's owner: its home and working directory the cluster's own, which that user can
+   * enter (PostgreSQL's programs stop when the working directory they inherit is one they cannot, such as a clone
+   * under a directory only root may enter).
+   */
+  private asOwner(): { env: NodeJS.ProcessEnv; cwd: string; uid?: number; gid?: number } {
+    return { env: { ...ENV, HOME: this.dir }, cwd: this.dir, ...(this.owner ?? {}) };
+  }
+
   /** Starts (or restarts) a node's Patroni, which starts its PostgreSQL. */
   startNode(n: PatroniNode): void {
     // A process group of its own: Patroni runs as two processes (the one started and a child), and kill -9 of the
     // node must reach both, or the child carries on and a restarted node runs two Patronis on one data directory.
     const proc = spawn('patroni', [n.config], {
-      env: { ...ENV, HOME: this.dir },
+      ...this.asOwner(),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
       ...(this.owner ?? {}),
@@ -418,7 +427,7 @@ export class PatroniCluster {
     await run(
       'patronictl',
       ['-c', from.config, 'switchover', '--leader', from.name, '--candidate', candidate.name, '--force'],
-      { env: { ...ENV, HOME: this.dir }, ...(this.owner ?? {}) },
+      this.asOwner(),
     );
   }
 

@@ -6,6 +6,9 @@
 // request past the client's timeout), each instance acknowledges again within 10 s of the promotion without a
 // restart, quota leases renew on the new primary, and the old primary rejoins as a standby.
 // HA_ROUNDS=5 repeats the three.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Sql } from '../../src/db/connect.js';
 import { admin, provision } from '../helpers/api.js';
@@ -25,8 +28,15 @@ const CASE_MS = 240_000;
 
 let cluster: PatroniCluster;
 let sql: Sql;
+const startedIn = process.cwd();
+let rootOnly: string | null = null;
 
 beforeAll(async () => {
+  // Started from a directory only its owner may enter, as from a clone under /root: the programs that run as
+  // PostgreSQL's user must not depend on the working directory they would inherit.
+  rootOnly = mkdtempSync(join(tmpdir(), 'tg-ingest-root-only-'));
+  chmodSync(rootOnly, 0o700);
+  process.chdir(rootOnly);
   cluster = await PatroniCluster.start();
   const setup = connect(cluster.url(), { max: 1, name: 'ha-test' });
   await setup`CREATE DATABASE tg`;
@@ -37,6 +47,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await sql?.end({ timeout: 1 });
   await cluster?.stop();
+  process.chdir(startedIn);
+  if (rootOnly !== null) rmSync(rootOnly, { recursive: true, force: true });
 });
 
 type Fault = 'kill -9' | 'switchover' | 'network cut';
