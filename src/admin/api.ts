@@ -10,11 +10,12 @@ import { parseUuid } from '../pipeline/ids.js';
 import { deeperThan } from '../pipeline/json.js';
 import { adminTokenMatches } from './admin-token.js';
 import { ADMIN_BODIES } from './bodies.js';
-import type { AdminStore } from './store.js';
+import type { AdminStore, TokenLimits } from './store.js';
 
 /** Local caches to drop at once when provisioning changes what they hold. */
 export interface AdminHooks {
-  tokenRevoked(tokenId: string): void;
+  /** Revoked, or its limits changed. */
+  tokenChanged(tokenId: string): void;
   botChanged(botId: string): void;
   /** The allowance changed. */
   allowanceChanged(projectId: string): void;
@@ -31,6 +32,7 @@ const schemas = {
   patchProject: ajv.compile(ADMIN_BODIES.PatchProject),
   createBot: ajv.compile(ADMIN_BODIES.CreateBot),
   patchBot: ajv.compile(ADMIN_BODIES.PatchBot),
+  patchToken: ajv.compile(ADMIN_BODIES.PatchToken),
 };
 
 export async function jsonBody<T>(
@@ -277,8 +279,19 @@ export function mountAdmin(server: HttpServer, store: AdminStore, o: AdminOption
       guard(async (req) => {
         const tokenId = id(req);
         if (!(await store.revokeToken(tokenId))) throw new HttpError('not_found', { message: 'No such token.' });
-        hooks.tokenRevoked(tokenId);
+        hooks.tokenChanged(tokenId);
         return ok(204);
+      }),
+    )
+    .route(
+      'patch',
+      '/admin/tokens/:tokenId',
+      guard(async (req, rb) => {
+        const tokenId = id(req);
+        const limits = await jsonBody<TokenLimits>(rb, schemas.patchToken);
+        const t = found(await store.setTokenLimits(tokenId, limits), 'token');
+        hooks.tokenChanged(tokenId);
+        return ok(200, t);
       }),
     );
 }

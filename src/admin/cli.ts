@@ -26,6 +26,8 @@ const USAGE = `usage: npm run admin -- <command> [--table]
   token create <botId>                        prints the token: it is shown this once
   token list <botId>                          with when each was last used
   token revoke <tokenId>
+  token set-limit <tokenId> <perMin|default> [--burst <n|default>]
+                                              its own bot_api bucket (default: the service's)
   report daily <projectId> [--from <YYYY-MM-DD>] [--to <YYYY-MM-DD>]
                                               events, active and new users per day (default: 30 days)
   report revenue <projectId> [--from <day>] [--to <day>] [--by day]
@@ -164,6 +166,18 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       return { method: 'GET', path: `/admin/bots/${need(p[0], 'botId')}/tokens` };
     case 'token revoke':
       return { method: 'DELETE', path: `/admin/tokens/${need(p[0], 'tokenId')}` };
+    case 'token set-limit': {
+      const perMin = need(p[1], 'perMin');
+      const burst = flags.get('burst');
+      return {
+        method: 'PATCH',
+        path: `/admin/tokens/${need(p[0], 'tokenId')}`,
+        body: {
+          rateLimitPerMin: perMin === 'default' ? null : integer(perMin, 'perMin'),
+          ...(burst === undefined ? {} : { rateLimitBurst: burst === 'default' ? null : integer(burst, '--burst') }),
+        },
+      };
+    }
     case 'report daily':
     case 'report revenue':
     case 'report campaigns': {

@@ -33,6 +33,14 @@ export interface TokenSummary {
   revokedAt: string | null;
   /** Written at most once a minute per instance: up to a minute behind. */
   lastUsedAt: string | null;
+  /** Its own bucket; null: RATE_LIMIT_PER_MIN and RATE_LIMIT_BURST. */
+  rateLimitPerMin: number | null;
+  rateLimitBurst: number | null;
+}
+
+export interface TokenLimits {
+  rateLimitPerMin?: number | null;
+  rateLimitBurst?: number | null;
 }
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
@@ -85,6 +93,8 @@ interface TokenRow {
   created_at: Date;
   revoked_at: Date | null;
   last_used_at: Date | null;
+  rate_limit_per_min: number | null;
+  rate_limit_burst: number | null;
 }
 const token = (r: TokenRow): TokenSummary => ({
   tokenId: r.token_id,
@@ -93,7 +103,11 @@ const token = (r: TokenRow): TokenSummary => ({
   createdAt: r.created_at.toISOString(),
   revokedAt: iso(r.revoked_at),
   lastUsedAt: iso(r.last_used_at),
+  rateLimitPerMin: r.rate_limit_per_min,
+  rateLimitBurst: r.rate_limit_burst,
 });
+const TOKEN_COLUMNS =
+  'token_id, bot_id, hint, created_at, revoked_at, last_used_at, rate_limit_per_min, rate_limit_burst';
 
 export class AdminStore {
   constructor(
@@ -193,8 +207,19 @@ export class AdminStore {
     return (
       await this.sql<
         TokenRow[]
-      >`SELECT token_id, bot_id, hint, created_at, revoked_at, last_used_at FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`
+      >`SELECT ${this.sql.unsafe(TOKEN_COLUMNS)} FROM api_tokens WHERE bot_id = ${botId} ORDER BY created_at, token_id`
     ).map(token);
+  }
+
+  /** The token's own bucket (a field left out stays, null is the default's); null when there is no such token. */
+  async setTokenLimits(tokenId: string, limits: TokenLimits): Promise<TokenSummary | null> {
+    const [row] = await this.sql<TokenRow[]>`
+      UPDATE api_tokens SET
+        rate_limit_per_min = ${limits.rateLimitPerMin === undefined ? this.sql`rate_limit_per_min` : limits.rateLimitPerMin},
+        rate_limit_burst = ${limits.rateLimitBurst === undefined ? this.sql`rate_limit_burst` : limits.rateLimitBurst}
+      WHERE token_id = ${tokenId}
+      RETURNING ${this.sql.unsafe(TOKEN_COLUMNS)}`;
+    return row === undefined ? null : token(row);
   }
 
   /** False when there is no such token. Revoking twice keeps the first revocation time. */

@@ -276,7 +276,7 @@ export async function wire(
       () => metrics.shed(),
     ),
     hooks: {
-      tokenRevoked: (tokenId) => tokens.forgetToken(tokenId),
+      tokenChanged: (tokenId) => tokens.forgetToken(tokenId),
       botChanged: (botId) => {
         tokens.forgetBot(botId);
         bots.forget(botId);

@@ -22,6 +22,8 @@ export interface TokenInfo {
   apiIngest: boolean;
   /** The bot's messenger id as configured through the admin API. */
   messengerBotId: string | null;
+  /** The token's own bucket (PATCH /admin/tokens/:tokenId); null: RATE_LIMIT_PER_MIN and RATE_LIMIT_BURST. */
+  rateLimit: { perMin: number | null; burst: number | null } | null;
 }
 
 export function hashToken(token: string): Buffer {
@@ -163,9 +165,12 @@ export class TokenResolver {
         project_id: string | null;
         api_ingest: boolean;
         messenger_bot_id: string | null;
+        rate_limit_per_min: number | null;
+        rate_limit_burst: number | null;
       }[]
     >`
-      SELECT encode(t.token_hash, 'hex') AS hash, t.token_id, t.bot_id, b.project_id, b.api_ingest, b.messenger_bot_id
+      SELECT encode(t.token_hash, 'hex') AS hash, t.token_id, t.bot_id, b.project_id, b.api_ingest, b.messenger_bot_id,
+        t.rate_limit_per_min, t.rate_limit_burst
       FROM api_tokens t JOIN bots b USING (bot_id)
       WHERE t.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(${hashes}::text[]) AS h)) AND t.revoked_at IS NULL`;
     const byHash = new Map(rows.map((r) => [r.hash, r]));
@@ -179,6 +184,10 @@ export class TokenResolver {
           projectId: row.project_id,
           apiIngest: row.api_ingest,
           messengerBotId: row.messenger_bot_id,
+          rateLimit:
+            row.rate_limit_per_min === null && row.rate_limit_burst === null
+              ? null
+              : { perMin: row.rate_limit_per_min, burst: row.rate_limit_burst },
         });
     });
     return found;

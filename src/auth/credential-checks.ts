@@ -7,7 +7,11 @@
 // have issued (an API key carrying its tag): that is looked up all the same, one lookup at a time, so that a valid
 // credential is never refused for a budget its address spent on something else, as a signature that verifies is not.
 import { HttpError } from '../errors.js';
-import type { SerialLane } from '../limits/serial-lane.js';
+
+/** Where lookups past a budget wait their turn (limits/serial-lane.ts): one at a time, a bounded queue. */
+export interface LowPriorityLane {
+  run<T>(work: () => Promise<T>): Promise<T>;
+}
 
 /** The failed-authentication budgets (limits/auth-failures.ts), per client address and per bot. */
 export interface FailureBudget {
@@ -72,7 +76,7 @@ export async function resolveCredential<T>(
   resolver: CredentialResolver<T>,
   key: string,
   refusal: () => HttpError,
-  lowPriority?: SerialLane,
+  lowPriority?: LowPriorityLane,
 ): Promise<T> {
   if (resolver.cheap(key)) {
     const known = await resolver.resolve(key);

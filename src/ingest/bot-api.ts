@@ -69,7 +69,7 @@ export function botApiEndpoint(deps: BotApiDeps): Handler {
       deps.lowPriorityLookups,
     );
     deps.tokenUse.note(token.tokenId);
-    const rate = deps.buckets.take(token.tokenId);
+    const rate = deps.buckets.take(token.tokenId, token.rateLimit);
     // From here every answer, a refusal too, tells the token's bucket, as the IETF draft expects.
     req.replyHeaders = rateHeaders(rate);
     if (!rate.ok) {

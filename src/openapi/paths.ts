@@ -370,6 +370,15 @@ function adminPaths(): Record<string, Obj> {
         ids: ['TokenId'],
         success: { 204: { description: 'Revoked.' } },
       }),
+      patch: adminOp({
+        operationId: 'patchToken',
+        summary: "Set a token's rate limit",
+        description:
+          "Raises or lowers one token's bucket on the bot_api endpoint (a heavy tenant, a benchmark) without changing the service's defaults. In force at once on this instance, within 2 × `AUTH_CACHE_TTL_MS` on others.",
+        ids: ['TokenId'],
+        body: 'PatchToken',
+        success: { 200: ok('The token, without its value.', ref('TokenSummary')) },
+      }),
     },
   };
 }

@@ -335,6 +335,7 @@ function adminSchemas(): Record<string, Schema> {
     PatchProject: ADMIN_BODIES.PatchProject,
     CreateBot: ADMIN_BODIES.CreateBot,
     PatchBot: ADMIN_BODIES.PatchBot,
+    PatchToken: ADMIN_BODIES.PatchToken,
     Project: closed({
       projectId: uuid,
       name: { type: 'string' },
@@ -377,6 +378,11 @@ function adminSchemas(): Record<string, Schema> {
         description:
           'When a request last presented it; written at most once a minute per instance, so up to a minute behind. null: never.',
       },
+      rateLimitPerMin: {
+        type: ['integer', 'null'],
+        description: "Its own bucket's refill a minute; null: `RATE_LIMIT_PER_MIN`.",
+      },
+      rateLimitBurst: { type: ['integer', 'null'], description: "Its own bucket's size; null: `RATE_LIMIT_BURST`." },
     }),
     Usage: closed({
       month: {

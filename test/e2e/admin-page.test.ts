@@ -317,6 +317,16 @@ describe('admin page', () => {
       .toBe('2');
     expect(await byTestId('live-chart').locator('svg rect.s-accepted').count()).toBeGreaterThan(0);
 
+    // Its own rate limit, set in the dialog: shown there, and the token's bucket follows at once.
+    expect(await dialog.getByTestId('token-limit-text').textContent()).toBe('default');
+    await dialog.getByTestId('token-limit-edit').click();
+    await dialog.getByTestId('token-limit-per-min').fill('6000');
+    await dialog.getByTestId('token-limit-burst').fill('1234');
+    await dialog.getByTestId('token-limit-save').click();
+    await expect.poll(() => dialog.getByTestId('token-limit-text').textContent()).toBe('6,000/min, burst 1,234');
+    const limited = await postBotApi(srv.url, token, { events: [serverEvent()] });
+    expect([limited.status, limited.headers.get('ratelimit-limit')]).toEqual([202, '1234']);
+
     // Closing the dialog drops the value; reopening shows the list only.
     await dialog.getByTestId('token-dialog-close').click();
     await dialog.waitFor({ state: 'hidden' });

@@ -50,6 +50,80 @@ describe('bot_api: rate limit', () => {
   });
 });
 
+describe("bot_api: a token's own rate limit", () => {
+  it("raises and lowers one token's bucket through PATCH /admin/tokens/:tokenId, null back to the defaults", async () => {
+    const p = await provision(srv.url);
+    const patch = (body: unknown) => admin(srv.url, 'PATCH', `/admin/tokens/${p.tokenId}`, body);
+    const raised = await patch({ rateLimitPerMin: 600_000, rateLimitBurst: 50 });
+    expect(raised.status).toBe(200);
+    expect(raised.body).toMatchObject({ tokenId: p.tokenId, rateLimitPerMin: 600_000, rateLimitBurst: 50 });
+    // In force at once on the instance asked: 20 at once, over the default burst of 3, all stored.
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, () => postBotApi(srv.url, p.token, { events: [serverEvent()] })),
+    );
+    expect(burst.map((a) => a.status)).toEqual(Array(20).fill(202));
+    expect(burst[0]!.headers.get('ratelimit-limit')).toBe('50');
+    // Listed with the token; a field left out stays.
+    const listed = (await admin(srv.url, 'GET', `/admin/bots/${p.botId}/tokens`)).body as Record<string, unknown>[];
+    expect(listed[0]).toMatchObject({ rateLimitPerMin: 600_000, rateLimitBurst: 50 });
+    expect((await patch({ rateLimitBurst: 2 })).body).toMatchObject({ rateLimitPerMin: 600_000, rateLimitBurst: 2 });
+    // Lowered below the defaults: the third of three at once is refused.
+    expect((await patch({ rateLimitPerMin: 1 })).body).toMatchObject({ rateLimitPerMin: 1, rateLimitBurst: 2 });
+    const low = await Promise.all(
+      Array.from({ length: 3 }, () => postBotApi(srv.url, p.token, { events: [serverEvent()] })),
+    );
+    expect(low.map((a) => a.status).sort()).toEqual([202, 202, 429]);
+    // null: the service's defaults again.
+    const back = await patch({ rateLimitPerMin: null, rateLimitBurst: null });
+    expect(back.body).toMatchObject({ rateLimitPerMin: null, rateLimitBurst: null });
+    expect(
+      (
+        await postBotApi(srv.url, (await admin(srv.url, 'POST', `/admin/bots/${p.botId}/tokens`)).body.token, {
+          events: [serverEvent()],
+        })
+      ).headers.get('ratelimit-limit'),
+    ).toBe('3');
+  });
+
+  it('refuses limits out of bounds, unknown fields and empty bodies with 400, an unknown token with 404', async () => {
+    const p = await provision(srv.url);
+    for (const body of [
+      { rateLimitPerMin: 0 },
+      { rateLimitPerMin: 60_000_001 },
+      { rateLimitBurst: 10_000_001 },
+      { rateLimitPerMin: 1.5 },
+      { rateLimitPerMin: '100' },
+      { rateLimit: 100 },
+      {},
+    ]) {
+      const r = await admin(srv.url, 'PATCH', `/admin/tokens/${p.tokenId}`, body);
+      expect([JSON.stringify(body), r.status, r.body.error]).toEqual([JSON.stringify(body), 400, 'bad_request']);
+    }
+    const unknown = await admin(srv.url, 'PATCH', '/admin/tokens/00000000-0000-4000-8000-000000000000', {
+      rateLimitPerMin: 5,
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('is in force on another instance within 2 × AUTH_CACHE_TTL_MS', async () => {
+    const second = await startServer(db.url, { AUTH_CACHE_TTL_MS: String(TTL_MS), RATE_LIMIT_BURST: '3' });
+    try {
+      const p = await provision(srv.url);
+      const limit = async () =>
+        (await postBotApi(second.url, p.token, { events: [serverEvent()] })).headers.get('ratelimit-limit');
+      expect(await limit()).toBe('3');
+      expect((await admin(srv.url, 'PATCH', `/admin/tokens/${p.tokenId}`, { rateLimitBurst: 500 })).status).toBe(200);
+      // As for a revocation: the bound, with room for two busy cores.
+      const bound = 10 * 2 * TTL_MS;
+      const started = Date.now();
+      await expect.poll(limit, { timeout: bound, interval: 50 }).toBe('500');
+      expect(Date.now() - started).toBeLessThan(bound);
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
 describe('bot_api: database trouble', () => {
   it('503 with Retry-After when an uncached plan cannot be read', async () => {
     const p = await provision(srv.url);

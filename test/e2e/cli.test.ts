@@ -96,7 +96,21 @@ describe('the CLI', () => {
     expect(Date.parse(used.lastUsedAt!)).toBeGreaterThan(before - 60_000);
     expect(tokens.find((t) => t.tokenId === unused)!.lastUsedAt).toBeNull();
     const table = cli('token', 'list', p.botId, '--table').stdout;
-    expect(table.split('\n')[0]).toMatch(/^tokenId\s+botId\s+hint\s+createdAt\s+revokedAt\s+lastUsedAt$/);
+    expect(table.split('\n')[0]).toMatch(
+      /^tokenId\s+botId\s+hint\s+createdAt\s+revokedAt\s+lastUsedAt\s+rateLimitPerMin\s+rateLimitBurst$/,
+    );
+    // Its own rate limit: set, then back to the service's.
+    expect(cli('token', 'set-limit', p.tokenId, '6000', '--burst', '900').json).toMatchObject({
+      tokenId: p.tokenId,
+      rateLimitPerMin: 6000,
+      rateLimitBurst: 900,
+    });
+    const limited = await postBotApi(srv.url, p.token, { events: [serverEvent()] });
+    expect(limited.headers.get('ratelimit-limit')).toBe('900');
+    expect(cli('token', 'set-limit', p.tokenId, 'default', '--burst', 'default').json).toMatchObject({
+      rateLimitPerMin: null,
+      rateLimitBurst: null,
+    });
   });
 
   it('prints the daily and revenue reports for a range, as JSON or a table', async () => {

@@ -654,7 +654,9 @@ describe('admin API', () => {
             ? { name: 'x' }
             : op.operationId === 'patchBot'
               ? { apiIngest: true }
-              : undefined;
+              : op.operationId === 'patchToken'
+                ? { rateLimitPerMin: 600 }
+                : undefined;
         for (const id of [unknown, 'not-a-uuid'])
           check(
             method,
@@ -865,6 +867,13 @@ describe('admin API', () => {
       undefined,
       204,
     );
+    await adminCall(
+      'PATCH',
+      '/admin/tokens/{tokenId}',
+      `/admin/tokens/${token.body.tokenId}`,
+      { rateLimitPerMin: 6000, rateLimitBurst: null },
+      200,
+    );
     await adminCall('DELETE', '/admin/tokens/{tokenId}', `/admin/tokens/${token.body.tokenId}`, undefined, 204);
   });
 
@@ -872,7 +881,27 @@ describe('admin API', () => {
     const project = (await adminCall('POST', '/admin/projects', '/admin/projects', { name: 'p' }, 201)).body
       .projectId as string;
     const bot = (await adminCall('POST', '/admin/bots', '/admin/bots', {}, 201)).body.botId as string;
+    const token = (await adminCall('POST', '/admin/bots/{botId}/tokens', `/admin/bots/${bot}/tokens`, undefined, 201))
+      .body.tokenId as string;
     const cases: [string, string, string, string, unknown[]][] = [
+      [
+        'PATCH',
+        '/admin/tokens/{tokenId}',
+        `/admin/tokens/${token}`,
+        'PatchToken',
+        [
+          {},
+          { rateLimitPerMin: 1 },
+          { rateLimitPerMin: 0 },
+          { rateLimitPerMin: 60_000_000 },
+          { rateLimitPerMin: 60_000_001 },
+          { rateLimitBurst: null },
+          { rateLimitBurst: 2.5 },
+          { rateLimitBurst: 10_000_001 },
+          { rateLimitPerMin: null, rateLimitBurst: 10_000_000 },
+          { other: 1 },
+        ],
+      ],
       [
         'POST',
         '/admin/projects',
@@ -1410,6 +1439,7 @@ const ROUTES = [
   'POST /admin/bots/{botId}/tokens',
   'GET /admin/bots/{botId}/tokens',
   'DELETE /admin/tokens/{tokenId}',
+  'PATCH /admin/tokens/{tokenId}',
   'PUT /admin/projects/{projectId}/tracking-plan',
   'GET /admin/projects/{projectId}/tracking-plan',
   'DELETE /admin/projects/{projectId}/tracking-plan',

@@ -61,6 +61,7 @@ function tokenRow(t) {
       { 'data-testid': 'token-last-used', 'data-label': 'Last used' },
       t.lastUsedAt === null ? 'never' : timeEl(t.lastUsedAt),
     ),
+    limitCell(t, revoked),
     el(
       'td',
       { 'data-testid': 'token-status', 'data-label': 'Status' },
@@ -70,6 +71,73 @@ function tokenRow(t) {
     ),
     actions,
   );
+}
+
+/** What a token's bucket is: its own limits, or the service's. */
+function limitText(t) {
+  if (t.rateLimitPerMin === null && t.rateLimitBurst === null) return 'default';
+  const perMin = t.rateLimitPerMin === null ? 'default' : `${t.rateLimitPerMin.toLocaleString('en-US')}/min`;
+  const burst = t.rateLimitBurst === null ? 'default' : t.rateLimitBurst.toLocaleString('en-US');
+  return `${perMin}, burst ${burst}`;
+}
+
+function limitCell(t, revoked) {
+  const cell = el('td', { 'data-testid': 'token-limit', 'data-label': 'Rate limit' });
+  const show = () => {
+    const text = el('span', { 'data-testid': 'token-limit-text' }, limitText(t));
+    if (revoked) return cell.replaceChildren(text);
+    const edit = el(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary small-button',
+        'data-testid': 'token-limit-edit',
+        'aria-label': `Set the rate limit of token ${t.hint}`,
+      },
+      'Set',
+    );
+    edit.addEventListener('click', () => editLimit(cell, t, show));
+    cell.replaceChildren(text, ' ', edit);
+  };
+  show();
+  return cell;
+}
+
+/** Inline: requests a minute and burst, each empty for the service's default. */
+function editLimit(cell, t, cancel) {
+  const field = (testid, label, value) =>
+    el('input', {
+      type: 'number',
+      min: '1',
+      step: '1',
+      class: 'limit-input',
+      'data-testid': testid,
+      'aria-label': label,
+      placeholder: 'default',
+      value: value === null ? '' : String(value),
+    });
+  const perMin = field('token-limit-per-min', 'Requests a minute (empty: default)', t.rateLimitPerMin);
+  const burst = field('token-limit-burst', 'Burst (empty: default)', t.rateLimitBurst);
+  const save = el('button', { type: 'button', 'data-testid': 'token-limit-save' }, 'Save');
+  const back = el('button', { type: 'button', class: 'secondary', 'data-testid': 'token-limit-cancel' }, 'Cancel');
+  back.addEventListener('click', cancel);
+  const value = (input) => (input.value.trim() === '' ? null : Number(input.value));
+  save.addEventListener('click', () =>
+    busy(
+      save,
+      async () => {
+        await api('PATCH', `/admin/tokens/${t.tokenId}`, {
+          rateLimitPerMin: value(perMin),
+          rateLimitBurst: value(burst),
+        });
+        flash(`Rate limit of token ${t.hint} saved.`);
+        await loadTokens();
+      },
+      (err) => tokenError(describe(err)),
+    ),
+  );
+  cell.replaceChildren(perMin, el('span', { class: 'small' }, ' /min, burst '), burst, ' ', save, back);
+  perMin.focus();
 }
 
 // Revoking is final, so it takes a second, explicit click (no native confirm(): it blocks and is hard to style).

@@ -36,6 +36,25 @@ describe('TokenBuckets', () => {
     expect(b.take('b').ok).toBe(true);
   });
 
+  it('gives a key its own limits, and keeps what its bucket holds when they change', () => {
+    const c = clock();
+    const b = new TokenBuckets({ burst: 2, perMin: 60, now: c.now });
+    const own = { burst: 5, perMin: 600 };
+    for (let i = 0; i < 5; i++) expect(b.take('t', own)).toMatchObject({ ok: true, limit: 5 });
+    expect(b.take('t', own)).toMatchObject({ ok: false, retryAfterS: 1, limit: 5 });
+    c.advance(0.1);
+    // 600 a minute: one more after a tenth of a second.
+    expect(b.take('t', own).ok).toBe(true);
+    // Back to the defaults (null): the bucket refills at their rate, within their burst.
+    c.advance(10);
+    expect(b.take('t', null)).toMatchObject({ ok: true, limit: 2, remaining: 1 });
+    expect(b.take('t', null).ok).toBe(true);
+    expect(b.take('t', null).ok).toBe(false);
+    // Others keep the defaults; a limit left null is the default's.
+    expect(b.take('u')).toMatchObject({ ok: true, limit: 2 });
+    expect(b.take('v', { burst: 7, perMin: null })).toMatchObject({ ok: true, limit: 7, resetS: 1 });
+  });
+
   it('forgets idle keys so memory stays bounded', () => {
     const c = clock();
     const b = new TokenBuckets({ burst: 5, perMin: 60, now: c.now, maxKeys: 100 });
