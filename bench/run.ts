@@ -10,6 +10,7 @@ import { preload } from './lib/preload.js';
 import { reports50m } from './reports.js';
 import { overloadRounds } from './overload.js';
 import { refusalScenario } from './refusal.js';
+import { closedLoopSweep, SWEEP, type SweepName } from './closed-loop.js';
 import { awaitErasure, ERASURE_USERS, plantAndRequest, settle } from './erasure.js';
 import { ceiling, webappScenario, botApiScenario, type Figures } from './scenarios.js';
 
@@ -25,6 +26,9 @@ const ALL = [
   'b-small-sessions',
   'b-small-pool',
   'b-small-scraped',
+  'b-small-1000',
+  'b-small-2000',
+  'a-small-1000',
   'overload',
   'refusal',
   'a-small',
@@ -48,6 +52,7 @@ function figuresRow(f: Figures, ceilingRowsPerS: number | null): Row {
     'p50 ms': f.p50Ms,
     'p99 ms': f.p99Ms,
     failed: f.failed,
+    'answered 503': f.statuses['503'] ?? 0,
     'rows/commit': f.rowsPerCommit,
     'ms/commit': f.commitMs,
     'server cores': f.serverCores,
@@ -315,6 +320,18 @@ async function main(): Promise<void> {
       }
     }
 
+    const sweep = SWEEP.filter((n) => want(n));
+    if (sweep.length > 0) {
+      const got = await closedLoopSweep(pg.url, sweep as SweepName[], {
+        ...o,
+        rounds: Math.max(1, Math.floor(Number(process.env.BENCH_SWEEP_ROUNDS ?? 2)) || 1),
+        env: extraEnv,
+      });
+      for (const f of got.figures) rows.push(figuresRow(f, ceilingRowsPerS));
+      results.push(...got.results);
+      for (const line of got.lines) say(line);
+    }
+
     if (want('overload')) {
       const overload = await overloadRounds(pg.url, {
         rounds: Math.max(1, Math.floor(Number(process.env.BENCH_OVERLOAD_ROUNDS ?? 3)) || 1),
@@ -521,6 +538,7 @@ async function main(): Promise<void> {
               peakRssMiB: 0,
               tableRowsBefore: 0,
               tableRowsAfter: 0,
+              statuses: {},
             },
             1,
           ),

@@ -39,6 +39,8 @@ export interface Figures {
   peakRssMiB: number;
   tableRowsBefore: number;
   tableRowsAfter: number;
+  /** Answers of the measured window, by status. */
+  statuses: Record<string, number>;
   extra?: Record<string, number | string>;
 }
 
@@ -91,6 +93,7 @@ async function measure(
     peakRssMiB: peakRssMiB(svc.pid),
     tableRowsBefore: before,
     tableRowsAfter: after,
+    statuses: r.statuses,
   };
 }
 
@@ -281,10 +284,10 @@ function userSlots(
 export async function webappScenario(
   name: string,
   db: Database,
-  o: RunOptions & { events: number; connections: number; users: number },
+  o: RunOptions & { events: number; connections: number; users: number; env?: Record<string, string> },
 ): Promise<Figures> {
   const signer = newSigner();
-  const svc = await startService(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
+  const svc = await startService(db.url, { ...o.env, INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
   try {
     const messengerBotId = 8000001;
     const { botId } = await provision(svc.url, messengerBotId);

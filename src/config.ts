@@ -275,7 +275,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     authRateLimitedHeldMax: integer(env, 'AUTH_RATE_LIMITED_HELD_MAX', 10_000, 0, 1_000_000),
     initDataFailureBurstPerBot: integer(env, 'INITDATA_FAILURE_BURST_PER_BOT', 1000, 1),
     initDataFailureRefillPerSPerBot: positiveNumber(env, 'INITDATA_FAILURE_REFILL_PER_S_PER_BOT', 100),
-    initDataVerifyQueue: integer(env, 'INITDATA_VERIFY_QUEUE', 1000, 1, 1_000_000),
+    initDataVerifyQueue: integer(env, 'INITDATA_VERIFY_QUEUE', 4096, 1, 1_000_000),
     adminAuthFailuresPerMin: integer(env, 'ADMIN_AUTH_FAILURES_PER_MIN', 20, 1),
     adminHost,
     adminPort,

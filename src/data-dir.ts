@@ -75,6 +75,8 @@ export interface RuntimeInfo {
   pid: number;
   /** Where the admin API answers, from this machine. */
   adminUrl: string;
+  /** Where the ingestion endpoints answer, from this machine (absent in notes of older builds). */
+  url?: string;
 }
 
 export function writeRuntime(dir: string, info: RuntimeInfo): void {

@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   }
   const adminUrl =
     app.adminPort === null ? localUrl(config.host, app.port) : localUrl(config.adminHost!, app.adminPort);
-  if (lock !== null) writeRuntime(config.dataDir, { pid: process.pid, adminUrl });
+  if (lock !== null) writeRuntime(config.dataDir, { pid: process.pid, adminUrl, url: localUrl(config.host, app.port) });
   log.info(
     {
       host: config.host,

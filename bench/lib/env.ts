@@ -13,7 +13,8 @@ import { EmbeddedPostgres } from '../../src/db/embedded.js';
 import { migrate } from '../../src/db/migrations.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
-const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+// BENCH_SERVICE_MAIN: another build of the service (an older checkout's dist/src/main.js), to compare builds in one run.
+const MAIN = process.env.BENCH_SERVICE_MAIN ?? fileURLToPath(new URL('../../src/main.js', import.meta.url));
 export const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
 
 export interface Postgres {

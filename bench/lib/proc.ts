@@ -1,6 +1,5 @@
 // CPU and memory of processes, read from /proc (Linux), to report where the cores went; the load generator's priority.
 import { readdirSync, readFileSync } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
 
 const TICKS_PER_S = 100;
 
@@ -99,25 +98,4 @@ export function cpuWindow(serverPid: number): CpuWindow {
       };
     },
   };
-}
-
-/**
- * Runs `work` with the calling thread's scheduling priority raised to `nice` (Linux: a thread's own), when the system
- * allows it (root or CAP_SYS_NICE) and it is higher than the thread's; null: as it is. Returns the nice value it ran at.
- */
-export async function atPriority<T>(nice: number | null, work: () => Promise<T>): Promise<{ value: T; nice: number }> {
-  const before = getPriority(0);
-  let at = before;
-  if (nice !== null && before > nice)
-    try {
-      setPriority(0, nice);
-      at = nice;
-    } catch {
-      // not allowed: runs as it was
-    }
-  try {
-    return { value: await work(), nice: at };
-  } finally {
-    if (at !== before) setPriority(0, before);
-  }
 }

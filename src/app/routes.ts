@@ -70,11 +70,13 @@ export function mountIngestion(server: HttpServer, p: Parts): void {
     return webapp(req, readBody);
   };
   // Shedding asks first, from the request's head: on bot_api the key's project when it is in memory (see LoadShedder).
+  const backlog = { admitted: () => p.shedder.admitted(), answered: () => p.shedder.answered() };
   const shedBotApi = {
     refusal: (header: (name: string) => string) =>
       closing() ? null : p.shedder.refusal(p.tokens.projectOf(header('x-api-key').trim()), true),
+    ...backlog,
   };
-  const shedWebapp = { refusal: () => (closing() ? null : p.shedder.refusal()) };
+  const shedWebapp = { refusal: () => (closing() ? null : p.shedder.refusal()), ...backlog };
   for (const path of PATHS.bot_api)
     server.route('post', path, botApi, { shed: shedBotApi }).route('any', path, methodNotAllowed('POST'));
   for (const path of PATHS.webapp) {

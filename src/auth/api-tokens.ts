@@ -92,9 +92,9 @@ export class TokenResolver {
     return this.cache.stats;
   }
 
-  /** True when resolving `token` costs no database query (cached either way, or refused from memory). */
+  /** True when resolving `token` costs no query of its own (cached either way, being read, or refused from memory). */
   cheap(token: string): boolean {
-    return !isTokenShaped(token) || this.cache.cached(token) || this.neverIssued(token);
+    return !isTokenShaped(token) || this.cache.cached(token) || this.cache.loading(token) || this.neverIssued(token);
   }
 
   /** Whether only this deployment can have made the key: it carries the tag (not whether it is valid). */

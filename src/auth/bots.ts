@@ -29,8 +29,9 @@ export class BotResolver {
   }
 
   /** True when resolving `botId` costs no database query. */
+  /** True when resolving costs no query of its own: cached either way, or already being read. */
   cheap(botId: string): boolean {
-    return this.cache.cached(botId);
+    return this.cache.cached(botId) || this.cache.loading(botId);
   }
 
   /** null: no such bot. Throws LookupFailed when the database cannot answer and nothing is cached. */

@@ -71,31 +71,39 @@ export class MiniAppSessions {
       publicKeys: this.o.publicKeys,
     };
     this.stats.misses++;
-    // The address is charged now; the bot when the check starts running, so that checks waiting
-    // for the lane hold none of its budget (a thousand real users opening the mini-app at once
-    // would otherwise spend it). A check that finds a budget spent runs in the low-priority lane.
-    const wait =
-      failures.retryAfterS(address, botId) > 0 ? failures.retryAfterS(address, botId) : failures.charge(address);
+    // The address and the bot are charged when the check starts running, not while it waits for the lane: a thousand
+    // real users opening the mini-app at once, from one bot or from one address (a carrier's NAT, a benchmark), would
+    // otherwise spend the budgets by waiting, and be sent to the low-priority lane for it. Checks run at most WORKERS - 1
+    // at once, so at most that many start on a budget's last token. A check that finds a budget spent when its turn
+    // comes runs in the low-priority lane.
+    const wait = failures.retryAfterS(address, botId);
     if (wait > 0) {
       if (!(await this.o.verify(check, 'low'))) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
     } else {
+      let addressCharged = false;
       let botCharged = false;
+      const admit = () => {
+        addressCharged = failures.charge(address) === 0;
+        botCharged = addressCharged && failures.chargeBot(botId);
+        return botCharged;
+      };
+      const refund = () => {
+        if (addressCharged) failures.refund(address);
+        if (botCharged) failures.refundBot(botId);
+      };
       let ok: boolean;
       try {
-        ok = await this.o.verify(check, 'normal', () => (botCharged = failures.chargeBot(botId)));
+        ok = await this.o.verify(check, 'normal', admit);
       } catch (err) {
         // The service failed (a full lane), not the client.
-        failures.refund(address);
-        if (botCharged) failures.refundBot(botId);
+        refund();
         throw err;
       }
-      if (ok) {
-        failures.refund(address);
-        if (botCharged) failures.refundBot(botId);
-      } else if (!botCharged) {
-        // Checked in the low-priority lane: the bot's budget was spent while it waited.
+      if (ok) refund();
+      else if (!botCharged)
+        // Checked in the low-priority lane: a budget was spent while it waited.
         throw new HttpError('auth_rate_limited', { retryAfterS: Math.max(1, failures.retryAfterS(address, botId)) });
-      } else throw new HttpError('initdata_signature_invalid');
+      else throw new HttpError('initdata_signature_invalid');
     }
     const ttl = (parsed.data.authDate + this.o.maxAgeS - now) * 1000;
     if (ttl > 0) this.verified.set(key, { user: parsed.data.user, authDate: parsed.data.authDate }, { ttl });

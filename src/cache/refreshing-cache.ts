@@ -64,6 +64,11 @@ export class RefreshingCache<V extends object> {
     return this.fetch(key);
   }
 
+  /** True while `key` is being read: another get() of it waits for that read and costs no query of its own. */
+  loading(key: string): boolean {
+    return this.inflight.has(key);
+  }
+
   /** True when `key` is cached as known or unknown, fresh: answering it costs no query. */
   cached(key: string): boolean {
     const e = this.lru.get(key);

@@ -57,7 +57,12 @@ export interface RouteOptions {
    * (what arrives of it is dropped), the cheapest answer the server has. A refusal is a shared constant: its reply is
    * built once, by identity, and must not depend on the request.
    */
-  shed?: { refusal(header: (name: string) => string): HttpError | null };
+  shed?: {
+    refusal(header: (name: string) => string): HttpError | null;
+    /** A request not refused was let in; answered once it is answered (or its client went away). */
+    admitted?(): void;
+    answered?(): void;
+  };
 }
 
 export interface ServerOptions {
@@ -129,7 +134,10 @@ export class HttpServer {
       try {
         const refusal = shed?.refusal((name) => req.getHeader(name));
         if (refusal) this.shedReply(res, req, refusal, maxBody);
-        else this.serve(res, req, handler, paramCount, maxBody);
+        else {
+          shed?.admitted?.();
+          this.serve(res, req, handler, paramCount, maxBody, shed?.answered);
+        }
       } catch (err) {
         // Only a bug gets here; the request is answered and the process goes on.
         this.opts.onError?.(
@@ -177,7 +185,14 @@ export class HttpServer {
     this.opts.onReply?.(req, out.reply, performance.now() - started);
   }
 
-  private serve(res: HttpResponse, uReq: HttpRequest, handler: Handler, paramCount: number, max: number): void {
+  private serve(
+    res: HttpResponse,
+    uReq: HttpRequest,
+    handler: Handler,
+    paramCount: number,
+    max: number,
+    answered?: () => void,
+  ): void {
     const started = performance.now();
     const headers: Record<string, string> = {};
     uReq.forEach((k, v) => {
@@ -272,6 +287,7 @@ export class HttpServer {
 
     const finish = (reply: Reply) => {
       this.inflight--;
+      answered?.();
       // Answered before its body ended (refused early, or shed): what is still to come is read and
       // dropped like a refused body's, never held: it would be taken from the budget and not given back.
       if (!bodyDone) refuse(new Aborted('answered before the body ended'));

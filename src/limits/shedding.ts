@@ -13,16 +13,29 @@
 // anything of them is read, a small fraction of what accepting one costs, so the requests let in keep their latency
 // and the process its memory.
 //
-// As in CoDel, a moment over the bound is not overload: shedding starts once requests arriving over ENTER_MS (none
-// QUIET_MS apart) have all found the delay over the bound, and stops as soon as one finds it back under; within
-// REENTER_MS of stopping it starts again at once, since the backlog that caused it is likely still there. Who is
-// shed: a project known from memory that holds less than an equal share of the request data in hand is let in even
-// then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant first, not its neighbours.
+// Shedding exists to keep a backlog from growing without bound, and a backlog its clients bound themselves is not
+// that: a closed-loop client (autocannon, a fleet of mini-apps each waiting for its answer) never holds more requests
+// than it has connections, and a request turned away comes straight back, so shedding it only lowers goodput. So the
+// delay over the bound is not enough to start: shedding starts once the requests arriving over ENTER_MS (none QUIET_MS
+// apart) have all found the delay over the bound and arrivals have outpaced completions for GROWTH_WINDOWS windows of
+// 100 ms in a row (src/limits/backlog.ts), longer than a closed-loop client takes to open its connections. It stops as
+// soon as an arrival finds the delay back under the bound, and within REENTER_MS of stopping starts again at once, as
+// a CoDel does, while the overload found that way is likely still there; but a shedding that makes arrivals come
+// faster than COMEBACK_RATIO times the rate the overload was found at is turning away clients that send again at once:
+// it stops, and only growth starts it again.
+// Who is shed: a project known from memory that holds less than an equal share of the request data in hand is let in
+// even then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant first, not its neighbours.
 import { HttpError } from '../errors.js';
+import { Backlog } from './backlog.js';
 
 const ENTER_MS = 100;
-const REENTER_MS = 1000;
 const QUIET_MS = 1000;
+/** Windows of 100 ms of growth in a row: 2,000 connections opened at once grew the backlog over two or three. */
+const GROWTH_WINDOWS = 6;
+const REENTER_MS = 1000;
+/** A shedding this long can tell whether arrivals came faster than COMEBACK_RATIO times those the overload began with. */
+const COMEBACK_MS = 50;
+const COMEBACK_RATIO = 2;
 
 /**
  * The answer to a request shed: one constant, whose reply the HTTP front builds once (RouteOptions.shed); exported for
@@ -54,13 +67,31 @@ export class LoadShedder {
   /** Keyed arrivals, and those of a project known from memory, in this second and the one before (see refusal). */
   private readonly arrivals = { second: 0, all: 0, known: 0, allBefore: 0, knownBefore: 0 };
   private stoppedAt = Number.NEGATIVE_INFINITY;
+  private readonly backlog: Backlog;
+  /** Arrivals a millisecond when the overload was found by its growth: what shedding it should not raise. */
+  private foundRate = 0;
+  /** The shedding under way: when it began and what arrived since. */
+  private episodeStart = 0;
+  private episodeArrivals = 0;
 
   constructor(
     private readonly signals: ShedSignals,
     private readonly maxDelayMs: number,
     private readonly onShed?: () => void,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.backlog = new Backlog(this.now());
+  }
+
+  /** A request was let in (refusal() answered null, or was not asked while shutting down). */
+  admitted(): void {
+    this.backlog.admitted(this.now());
+  }
+
+  /** A request let in was answered (or its client went away). */
+  answered(): void {
+    this.backlog.answered(this.now());
+  }
 
   /**
    * The answer for a request arriving now while the service is behind; null when it is let in. `projectId`, when
@@ -77,6 +108,7 @@ export class LoadShedder {
     const now = this.now();
     const sinceLast = now - this.lastArrival;
     this.lastArrival = now;
+    this.backlog.arrival(now);
     const knownFraction = this.countArrival(now, keyed, projectId !== null);
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
     // and shedding would spare nobody anything (and the writer's delay is 0).
@@ -93,11 +125,30 @@ export class LoadShedder {
     // Over the bound for ENTER_MS means arrivals all that while found it over: after a quiet QUIET_MS the clock starts
     // again (two arrivals over the bound seconds apart say nothing of the time between them).
     if (this.overSince === null || sinceLast > QUIET_MS) this.overSince = now;
-    if (!this.shedding && (now - this.overSince >= ENTER_MS || now - this.stoppedAt < REENTER_MS)) this.shedding = true;
+    if (!this.shedding) {
+      if (now - this.stoppedAt < REENTER_MS) this.startShedding(now);
+      else if (now - this.overSince >= ENTER_MS && this.backlog.growing(now, GROWTH_WINDOWS)) {
+        this.foundRate = this.backlog.arrivalRate(now, 4);
+        this.startShedding(now);
+      }
+    }
     if (!this.shedding) return null;
+    const shedFor = now - this.episodeStart;
+    if (++this.episodeArrivals > COMEBACK_RATIO * this.foundRate * shedFor && shedFor >= COMEBACK_MS) {
+      // Turned away, they came straight back: clients that send again at once bound their own backlog.
+      this.shedding = false;
+      this.stoppedAt = Number.NEGATIVE_INFINITY;
+      return null;
+    }
     if (projectId !== null ? !this.signals.holdsShare(projectId) : queue <= this.maxDelayMs) return null;
     this.onShed?.();
     return REFUSAL;
+  }
+
+  private startShedding(now: number): void {
+    this.shedding = true;
+    this.episodeStart = now;
+    this.episodeArrivals = 0;
   }
 
   /** Counts an arrival; returns the fraction of the keyed arrivals of this second and the one before that are known. */

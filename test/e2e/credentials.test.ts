@@ -355,6 +355,29 @@ describe('webapp bot ids and initData', () => {
     expect((await postWebapp(p.botId, initData, address())).status).toBe(202);
   });
 
+  it('serves a hundred real users opening the mini-app at once from one address: the bot read once, every session checked at normal priority', async () => {
+    const own = await provision(srv.url);
+    const from = address();
+    const scrape = async () => (await admin(srv.url, 'GET', '/metrics')).text;
+    const low = (t: string) => metric(t, 'tg_ingest_pipeline_tasks_total{kind="verify_low_priority",where="pool"}');
+    const before = await scrape();
+    // A bot no instance has in memory, and a hundred sessions never seen: with an address budget of 5, waiting lookups
+    // and checks charged as they wait (not as they run) sent all but five to 429 or the low-priority lane (64 held).
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        postWebapp(
+          own.botId,
+          makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 30_000 + i } }),
+          from,
+        ),
+      ),
+    );
+    expect(answers.map((r) => r.status).filter((st) => st !== 202)).toEqual([]);
+    expect(low(await scrape()) - low(before)).toBe(0);
+    // The address spent nothing: five unknown bot ids are still 401s.
+    for (let i = 0; i < 5; i++) expect((await postWebapp(randomUUID(), 'x', from)).status).toBe(401);
+  });
+
   it("holds the bot's budget when forged initData arrives all at once from many addresses: 8 checks, then the low-priority lane and 429", async () => {
     const own = await provision(srv.url);
     const user = { id: 8484, first_name: 'Real' };
