@@ -197,7 +197,18 @@ async function main(): Promise<number> {
       `loadtest: ${url}${path}, ${plural(o.connections, 'connection')}, ${o.durationS} s, ${plural(o.batch, 'event')} a request${o.endpoint === 'webapp' ? `, ${plural(o.users, 'user')}` : ''}, project ${made.projectId}\n`,
     );
     const r = await load({ url: `${url}${path}`, headers, connections: o.connections, durationS: o.durationS, body });
-    const usage = await admin.call<{ eventsStored: number }>('GET', `/admin/projects/${made.projectId}/usage`);
+    // Requests still in flight when autocannon stopped are committed after it: read once the count holds still.
+    const stored = async () =>
+      Number(
+        (await admin.call<{ eventsStored: number }>('GET', `/admin/projects/${made.projectId}/usage`)).eventsStored,
+      );
+    let usage = { eventsStored: await stored() };
+    for (let i = 0; i < 20; i++) {
+      await new Promise((res) => setTimeout(res, 250));
+      const now = await stored();
+      if (now === usage.eventsStored) break;
+      usage = { eventsStored: now };
+    }
     const statuses = Object.entries(r.statuses)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([s, n]) => `${s}: ${n.toLocaleString('en-US')}`)
@@ -207,7 +218,7 @@ async function main(): Promise<number> {
       `requests/s   ${Math.round(r.rps).toLocaleString('en-US')} answered 202, over ${r.seconds.toFixed(1)} s`,
       `latency      p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (all answers)`,
       `statuses     ${statuses || 'none'}${r.errors > 0 ? `; ${r.errors} connection errors` : ''}${r.timeouts > 0 ? `; ${r.timeouts} timeouts` : ''}`,
-      `stored       ${Number(usage.eventsStored).toLocaleString('en-US')} events (202s × batch: ${(r.ok * o.batch).toLocaleString('en-US')})`,
+      `stored       ${usage.eventsStored.toLocaleString('en-US')} events (202s counted × batch: ${(r.ok * o.batch).toLocaleString('en-US')}; the answers to requests in flight at the end are not counted, their events are stored)`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     if (r.non2xx > 0) {

@@ -68,7 +68,7 @@ export interface Config {
   reportsEveryMs: number;
   reportsLagMs: number;
   /** Pages (8 KiB) of an events partition an erasure reads per transaction. */
-  erasureBlocksPerStep: number;
+  erasureUsersPerStep: number;
   quarantineRetentionDays: number;
   /** How often the quarantine's bounds are enforced. */
   quarantinePruneEveryMs: number;
@@ -287,7 +287,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
     reportsEveryMs: integer(env, 'REPORTS_EVERY_MS', 10_000, 100, 3_600_000),
     reportsLagMs: integer(env, 'REPORTS_LAG_MS', 30_000, 0, 3_600_000),
-    erasureBlocksPerStep: integer(env, 'ERASURE_BLOCKS_PER_STEP', 16_384, 1, 1_048_576),
+    erasureUsersPerStep: integer(env, 'ERASURE_USERS_PER_STEP', 25, 1, 5000),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
     liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),
     // Bodies parsed on the main thread stay small: a larger one would stall every other request.

@@ -147,7 +147,7 @@ export async function wire(
   const eraser = new Eraser(
     sql,
     {
-      blocksPerStep: config.erasureBlocksPerStep,
+      usersPerStep: config.erasureUsersPerStep,
       pollMs: 1000,
       settleMs: 2 * config.authCacheTtlMs + config.writeTimeoutMs,
     },
