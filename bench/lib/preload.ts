@@ -11,7 +11,8 @@ import type { Database } from './env.js';
 
 /** Distinct users of the preloaded events: each visit of PER_VISIT events is a user's (reports-50m). */
 export const USERS = 10_000_000;
-const PER_VISIT = 5;
+/** Events of a visit, each the next row: a visit's user is 100000000 + (visit × 7919) mod USERS. */
+export const PER_VISIT = 5;
 
 export async function preload(db: Database, ids: { projectId: string; botId: string }, total: number): Promise<void> {
   const { projectId, botId } = ids;
