@@ -2,7 +2,7 @@
 // runs beside the eraser: users of the preload, spread through both months (each with the five events of a visit where
 // the preload put it), with five more events each stored since, at the end of the current month. Its events/s are
 // compared with b-large on the same table just before and just after, without an erasure: a later run on that table is
-// slower by itself (0.79× the first, measured), so b-large-50m is no baseline for it. The request is made through the
+// slower by itself, so b-large-50m is no baseline for it. The request is made through the
 // store the admin API uses; the service's eraser takes it up within a second.
 import { PrivacyStore } from '../src/privacy/store.js';
 import type { Database } from './lib/env.js';

@@ -7,7 +7,7 @@ import { loadDevKey, signInitData } from '../src/auth/dev-key.js';
 import { readCliEnv } from '../src/config.js';
 import { readRuntime } from '../src/data-dir.js';
 import { adminTokenPath } from '../src/admin/admin-token.js';
-import { TOKEN_LIMITS } from '../src/limits/token-bucket.js';
+import { TOKEN_LIMIT_MAX } from '../src/limits/token-bucket.js';
 import { MAX_ERASURE_USERS } from '../src/privacy/store.js';
 import { load } from './lib/load.js';
 import { event, runTail, serverBatch, stamp, type Template, template } from './lib/payloads.js';
@@ -66,11 +66,14 @@ function adminClient(base: string, token: string): Admin {
   };
 }
 
-/** Users of a webapp run: enough that the default per-user bucket (burst 300, 120 a minute) never binds. */
+/** The service's per-user bucket unless its operator changed it (RATE_LIMIT_BURST, RATE_LIMIT_PER_MIN): assumed. */
+const DEFAULT_BUCKET = { burst: 300, perMin: 120 };
+
+/** Users of a webapp run: enough that the default per-user bucket never binds. */
 function webappUsers(connections: number, durationS: number): number {
   // At up to 20,000 requests a second, each user's share over the run within its burst and refill.
-  const needed = Math.ceil((20_000 * durationS) / (300 + 2 * durationS));
-  return Math.max(connections, needed);
+  const perUser = DEFAULT_BUCKET.burst + (DEFAULT_BUCKET.perMin * durationS) / 60;
+  return Math.max(connections, Math.ceil((20_000 * durationS) / perUser));
 }
 
 const plural = (n: number, one: string) => `${n.toLocaleString('en-US')} ${one}${n === 1 ? '' : 's'}`;
@@ -129,8 +132,14 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const adminUrl = env.adminUrl ?? runtime?.adminUrl ?? url;
+  // Another service's admin API takes its own token, never the local one from DATA_DIR.
+  const remote = values.url !== undefined;
+  const adminUrl = env.adminUrl ?? (remote ? url : (runtime?.adminUrl ?? url));
   let token = env.adminToken;
+  if (token === null && remote) {
+    process.stderr.write('with --url, set ADMIN_TOKEN (and ADMIN_URL when its admin API answers elsewhere)\n');
+    return 2;
+  }
   if (token === null) {
     try {
       token = readFileSync(adminTokenPath(env.dataDir), 'utf8').trim();
@@ -174,8 +183,8 @@ async function main(): Promise<number> {
       made.tokenId = issued.tokenId;
       // Its own bucket, as large as a token's may be: the service's defaults stay as they are for every other token.
       await admin.call('PATCH', `/admin/tokens/${issued.tokenId}`, {
-        rateLimitPerMin: TOKEN_LIMITS.maxPerMin,
-        rateLimitBurst: TOKEN_LIMITS.maxBurst,
+        rateLimitPerMin: TOKEN_LIMIT_MAX.maxPerMin,
+        rateLimitBurst: TOKEN_LIMIT_MAX.maxBurst,
       });
       templates = Array.from({ length: 8 }, (_, k) => serverBatch(o.batch, { tail, users: botUsers }, k * o.batch));
       headers = { 'content-type': 'application/json', 'x-api-key': issued.token };
@@ -196,7 +205,22 @@ async function main(): Promise<number> {
     process.stderr.write(
       `loadtest: ${url}${path}, ${plural(o.connections, 'connection')}, ${o.durationS} s, ${plural(o.batch, 'event')} a request${o.endpoint === 'webapp' ? `, ${plural(o.users, 'user')}` : ''}, project ${made.projectId}\n`,
     );
-    const r = await load({ url: `${url}${path}`, headers, connections: o.connections, durationS: o.durationS, body });
+    // Ctrl-C ends the run early; what it made is removed all the same.
+    const interrupted = new AbortController();
+    const onSignal = () => {
+      process.stderr.write('loadtest: stopping, then removing what it made…\n');
+      interrupted.abort();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const r = await load({
+      url: `${url}${path}`,
+      headers,
+      connections: o.connections,
+      durationS: o.durationS,
+      body,
+      signal: interrupted.signal,
+    });
     // Requests still in flight when autocannon stopped are committed after it: read once the count holds still.
     const stored = async () =>
       Number(

@@ -32,9 +32,8 @@ const OVERLOAD_EVENTS = 10;
 /**
  * Clients are other machines; here the load generator shares two cores with the service and PostgreSQL, so it runs
  * late at times, and a latency timed from when a request was due would count its lateness as the service's. Latency is
- * judged from when each request was written (the decision on overload), at the generator's own priority, as autocannon
- * runs beside b-small: raising it took the service's main thread a core more often (goodput 0.81× b-small against
- * 1.00× at the median of twenty-four runs of each).
+ * judged from when each request was written, at the generator's own priority, as autocannon runs beside b-small
+ * (raised, it takes the service's main thread a core more often: performance.md).
  */
 async function overloadScenario(
   db: Database,
@@ -192,9 +191,9 @@ export interface OverloadRounds {
 }
 
 /**
- * One b-small and one overload differ from run to run by more than the goals' margins on a shared machine (four runs
- * of one build: b-small 2,123–2,825 requests/s, goodput 0.77–1.52× it). So they run in rounds, a b-small and at once
- * the overload at twice what it sustained, each on a fresh database; `say` hears each run's line as it ends.
+ * One b-small and one overload differ from run to run by more than the goals' margins on a shared machine. So they run
+ * in rounds, a b-small and at once the overload at twice what it sustained, each on a fresh database; `say` hears each
+ * run's line as it ends.
  */
 export async function overloadRounds(
   serverUrl: string,

@@ -67,7 +67,7 @@ export interface Config {
   /** How often the report aggregates take in new events, and how far behind the clock they stay. */
   reportsEveryMs: number;
   reportsLagMs: number;
-  /** Pages (8 KiB) of an events partition an erasure reads per transaction. */
+  /** Users an erasure deletes from one events partition per transaction. */
   erasureUsersPerStep: number;
   quarantineRetentionDays: number;
   /** How often the quarantine's bounds are enforced. */

@@ -7,6 +7,8 @@ export interface LoadOptions {
   connections: number;
   durationS: number;
   body: () => Buffer;
+  /** Ends the run early (its figures are of the time it ran). */
+  signal?: AbortSignal;
 }
 
 export interface LoadResult {
@@ -25,15 +27,21 @@ export interface LoadResult {
 
 export async function load(o: LoadOptions): Promise<LoadResult> {
   const started = performance.now();
-  const r = (await autocannon({
-    url: o.url,
-    method: 'POST',
-    headers: o.headers,
-    connections: o.connections,
-    duration: o.durationS,
-    timeout: 30,
-    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.body() }) }],
-  } as never)) as unknown as {
+  const r = (await new Promise((resolve, reject) => {
+    const run = autocannon(
+      {
+        url: o.url,
+        method: 'POST',
+        headers: o.headers,
+        connections: o.connections,
+        duration: o.durationS,
+        timeout: 30,
+        requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.body() }) }],
+      } as never,
+      (err: unknown, result: unknown) => (err ? reject(err) : resolve(result)),
+    ) as unknown as { stop(): void };
+    o.signal?.addEventListener('abort', () => run.stop(), { once: true });
+  })) as unknown as {
     '2xx': number;
     non2xx: number;
     errors: number;

@@ -1,4 +1,4 @@
-// CPU and memory of processes, read from /proc (Linux), to report where the cores went; the load generator's priority.
+// CPU and memory of processes, read from /proc (Linux), to report where the cores went.
 import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_S = 100;

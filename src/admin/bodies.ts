@@ -1,6 +1,6 @@
 // The request bodies of the admin API, written once: the routes validate with them (ajv) and the
 // OpenAPI document publishes them (src/openapi/schemas.ts), descriptions and all.
-import { TOKEN_LIMITS } from '../limits/token-bucket.js';
+import { TOKEN_LIMIT_MAX } from '../limits/token-bucket.js';
 import { USER_ID_PATTERN } from '../pipeline/ids.js';
 import { MAX_SCHEMA_VIOLATIONS } from '../pipeline/plans.js';
 import { MAX_ERASURE_USERS } from '../privacy/store.js';
@@ -87,12 +87,12 @@ export const ADMIN_BODIES = {
       "The token's own bucket on the bot_api endpoint, in force on every instance within 2 × `AUTH_CACHE_TTL_MS` (at once on the one asked); a field left out stays as it is.",
     properties: {
       rateLimitPerMin: {
-        anyOf: [{ type: 'integer', minimum: 1, maximum: TOKEN_LIMITS.maxPerMin }, { type: 'null' }],
-        description: 'Requests a minute the bucket refills; null: `RATE_LIMIT_PER_MIN` (120).',
+        anyOf: [{ type: 'integer', minimum: 1, maximum: TOKEN_LIMIT_MAX.maxPerMin }, { type: 'null' }],
+        description: 'Requests a minute the bucket refills; null: `RATE_LIMIT_PER_MIN`.',
       },
       rateLimitBurst: {
-        anyOf: [{ type: 'integer', minimum: 1, maximum: TOKEN_LIMITS.maxBurst }, { type: 'null' }],
-        description: 'Requests the bucket holds; null: `RATE_LIMIT_BURST` (300).',
+        anyOf: [{ type: 'integer', minimum: 1, maximum: TOKEN_LIMIT_MAX.maxBurst }, { type: 'null' }],
+        description: 'Requests the bucket holds; null: `RATE_LIMIT_BURST`.',
       },
     },
   },

@@ -34,6 +34,13 @@ import { IngestPool } from '../worker/pool.js';
 import { GroupCommitWriter } from '../writer/group-commit.js';
 import { LoadShedder } from '../limits/shedding.js';
 import { SerialLane } from '../limits/serial-lane.js';
+import { HttpError } from '../errors.js';
+
+/** The answer when the lane of lookups past a failure budget is full. */
+const LOOKUPS_FULL = new HttpError('overloaded', {
+  message: 'Too many credential lookups are waiting for their turn; retry after the delay in Retry-After.',
+  retryAfterS: 1,
+});
 import { LoopDelay } from '../limits/loop-delay.js';
 import type { WriteOutcome } from '../writer/sink.js';
 
@@ -87,6 +94,12 @@ export async function wire(
   const tokenTags = await loadTokenTags(sql);
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const tarpit = new Tarpit({ delayMs: config.authRateLimitedDelayMs, max: config.authRateLimitedHeldMax });
+  // One address holds at most an eighth of the lane: a leaked tag secret cannot keep others' valid keys out.
+  const lowPriorityLookups = new SerialLane(
+    config.authLowPriorityQueue,
+    Math.max(1, Math.ceil(config.authLowPriorityQueue / 8)),
+    () => LOOKUPS_FULL,
+  );
   // Late-bound: the probes read parts created just below.
   const metrics: Metrics = new Metrics({
     poolQueue: () => pool.queueSize,
@@ -112,7 +125,6 @@ export async function wire(
     quarantineDropped: () => quarantineBudget.droppedTotal,
     lowPriorityLookups: () => lowPriorityLookups.started,
   });
-  const lowPriorityLookups = new SerialLane(config.authLowPriorityQueue);
   const loopDelay = new LoopDelay();
   const derived = new DerivedBytes(bodyBudget);
   const sink = new GroupCommitWriter({
@@ -195,6 +207,7 @@ export async function wire(
     maxAgeS: config.initDataMaxAgeS,
     failures: authFailures,
     verify: (check, priority, admit) => pool.verify(check, priority, admit),
+    maxWaitingPerAddress: Math.max(1, Math.floor(config.initDataVerifyQueue / 4)),
   });
   // After every batch: metrics, the per-project stats, the pruner's list, the live view.
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {

@@ -98,7 +98,7 @@ export class TokenResolver {
   }
 
   /** Whether only this deployment can have made the key: it carries the tag (not whether it is valid). */
-  vouched(token: string): boolean {
+  carriesTag(token: string): boolean {
     return isTokenShaped(token) && this.tags.carries(token);
   }
 

@@ -28,7 +28,6 @@ export class BotResolver {
     return this.cache.stats;
   }
 
-  /** True when resolving `botId` costs no database query. */
   /** True when resolving costs no query of its own: cached either way, or already being read. */
   cheap(botId: string): boolean {
     return this.cache.cached(botId) || this.cache.loading(botId);

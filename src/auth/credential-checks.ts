@@ -9,8 +9,8 @@
 import { HttpError } from '../errors.js';
 
 /** Where lookups past a budget wait their turn (limits/serial-lane.ts): one at a time, a bounded queue. */
-export interface LowPriorityLane {
-  run<T>(work: () => Promise<T>): Promise<T>;
+export interface LookupLane {
+  run<T>(key: string, work: () => Promise<T>): Promise<T>;
 }
 
 /** The failed-authentication budgets (limits/auth-failures.ts), per client address and per bot. */
@@ -61,13 +61,13 @@ export function refuseCheaply(failures: FailureBudget, address: string, refusal:
 export interface CredentialResolver<T> {
   cheap(key: string): boolean;
   /** Whether only this deployment can have made the key (a tagged API key): looked up whatever the budget. */
-  vouched?(key: string): boolean;
+  carriesTag?(key: string): boolean;
   resolve(key: string): Promise<T | null>;
 }
 
 /**
  * The credential `key` names, from memory or by a lookup under the address's budget; an unknown one is refused either
- * way. Past the budget, a key the resolver vouches for is looked up in `lowPriority` (one at a time, a bounded queue:
+ * way. Past the budget, a key carrying the deployment's tag is looked up in `pastBudget` (one at a time, a bounded queue:
  * 503 `overloaded` past it) and served when it is valid.
  */
 export async function resolveCredential<T>(
@@ -76,7 +76,7 @@ export async function resolveCredential<T>(
   resolver: CredentialResolver<T>,
   key: string,
   refusal: () => HttpError,
-  lowPriority?: LowPriorityLane,
+  pastBudget?: LookupLane,
 ): Promise<T> {
   if (resolver.cheap(key)) {
     const known = await resolver.resolve(key);
@@ -84,9 +84,12 @@ export async function resolveCredential<T>(
     return known;
   }
   const wait = failures.retryAfterS(address);
-  if (wait > 0 && lowPriority !== undefined && resolver.vouched?.(key) === true) {
-    const found = await lowPriority.run(() => resolver.resolve(key));
-    if (found === null) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
+  if (wait > 0 && pastBudget !== undefined && resolver.carriesTag?.(key) === true) {
+    const found = await pastBudget.run(address, () => resolver.resolve(key));
+    if (found === null) {
+      failures.failed(address);
+      throw new HttpError('auth_rate_limited', { retryAfterS: wait });
+    }
     return found;
   }
   const found = await costlyCheck(

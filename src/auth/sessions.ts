@@ -31,6 +31,12 @@ export interface SessionOptions {
   nowS?: () => number;
   /** Verified sessions kept. */
   maxEntries?: number;
+  /**
+   * Normal-priority checks one address may have waiting for their turn (a quarter of INITDATA_VERIFY_QUEUE): past it,
+   * its next ones wait in the low-priority lane, so that one address cannot fill the queue with forged strings that
+   * are charged only as they run.
+   */
+  maxWaitingPerAddress: number;
 }
 
 interface Verified {
@@ -43,6 +49,8 @@ export class MiniAppSessions {
   private readonly nowS: () => number;
   /** hits: answered from memory; misses: a signature was checked. Read by metrics. */
   readonly stats = { hits: 0, misses: 0 };
+  /** Normal-priority checks waiting for their turn, per address (none kept at 0). */
+  private readonly waiting = new Map<string, number>();
 
   constructor(private readonly o: SessionOptions) {
     this.nowS = o.nowS ?? (() => Math.floor(Date.now() / 1000));
@@ -77,12 +85,24 @@ export class MiniAppSessions {
     // at once, so at most that many start on a budget's last token. A check that finds a budget spent when its turn
     // comes runs in the low-priority lane.
     const wait = failures.retryAfterS(address, botId);
-    if (wait > 0) {
-      if (!(await this.o.verify(check, 'low'))) throw new HttpError('auth_rate_limited', { retryAfterS: wait });
+    const waiting = this.waiting.get(address) ?? 0;
+    if (wait > 0 || waiting >= this.o.maxWaitingPerAddress) {
+      if (!(await this.o.verify(check, 'low')))
+        throw new HttpError('auth_rate_limited', { retryAfterS: Math.max(1, wait) });
     } else {
       let addressCharged = false;
       let botCharged = false;
+      let started = false;
+      this.waiting.set(address, waiting + 1);
+      const leaveQueue = () => {
+        if (started) return;
+        started = true;
+        const n = (this.waiting.get(address) ?? 1) - 1;
+        if (n > 0) this.waiting.set(address, n);
+        else this.waiting.delete(address);
+      };
       const admit = () => {
+        leaveQueue();
         addressCharged = failures.charge(address) === 0;
         botCharged = addressCharged && failures.chargeBot(botId);
         return botCharged;
@@ -98,6 +118,8 @@ export class MiniAppSessions {
         // The service failed (a full lane), not the client.
         refund();
         throw err;
+      } finally {
+        leaveQueue();
       }
       if (ok) refund();
       else if (!botCharged)

@@ -134,10 +134,7 @@ export class HttpServer {
       try {
         const refusal = shed?.refusal((name) => req.getHeader(name));
         if (refusal) this.shedReply(res, req, refusal, maxBody);
-        else {
-          shed?.admitted?.();
-          this.serve(res, req, handler, paramCount, maxBody, shed?.answered);
-        }
+        else this.serve(res, req, handler, paramCount, maxBody, shed);
       } catch (err) {
         // Only a bug gets here; the request is answered and the process goes on.
         this.opts.onError?.(
@@ -191,7 +188,7 @@ export class HttpServer {
     handler: Handler,
     paramCount: number,
     max: number,
-    answered?: () => void,
+    shed?: RouteOptions['shed'],
   ): void {
     const started = performance.now();
     const headers: Record<string, string> = {};
@@ -215,6 +212,8 @@ export class HttpServer {
       ),
     };
     this.inflight++;
+    // Counted from here, where nothing can throw before `finish` counts it out.
+    shed?.admitted?.();
 
     let aborted = false;
     let bodyDone = false;
@@ -287,7 +286,7 @@ export class HttpServer {
 
     const finish = (reply: Reply) => {
       this.inflight--;
-      answered?.();
+      shed?.answered?.();
       // Answered before its body ended (refused early, or shed): what is still to come is read and
       // dropped like a refused body's, never held: it would be taken from the budget and not given back.
       if (!bodyDone) refuse(new Aborted('answered before the body ended'));

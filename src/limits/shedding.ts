@@ -22,7 +22,9 @@
 // soon as an arrival finds the delay back under the bound, and within REENTER_MS of stopping starts again at once, as
 // a CoDel does, while the overload found that way is likely still there; but a shedding that makes arrivals come
 // faster than COMEBACK_RATIO times the rate the overload was found at is turning away clients that send again at once:
-// it stops, and only growth starts it again.
+// it stops, and only growth starts it again. Those rates count bot_api arrivals with a key known from memory only: a
+// flood of made-up keys, or of bodies nobody is known to have sent, cannot pass for clients coming back. And whatever
+// the growth, requests waiting LONG_WAIT_MS for LONG_WAIT_FOR_MS are shed: no client's connections excuse that.
 // Who is shed: a project known from memory that holds less than an equal share of the request data in hand is let in
 // even then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant first, not its neighbours.
 import { HttpError } from '../errors.js';
@@ -30,12 +32,14 @@ import { Backlog } from './backlog.js';
 
 const ENTER_MS = 100;
 const QUIET_MS = 1000;
-/** Windows of 100 ms of growth in a row: 2,000 connections opened at once grew the backlog over two or three. */
+/** Windows of 100 ms of growth in a row: more than a closed-loop client's connections take to open (performance.md). */
 const GROWTH_WINDOWS = 6;
 const REENTER_MS = 1000;
 /** A shedding this long can tell whether arrivals came faster than COMEBACK_RATIO times those the overload began with. */
 const COMEBACK_MS = 50;
 const COMEBACK_RATIO = 2;
+const LONG_WAIT_MS = 2000;
+const LONG_WAIT_FOR_MS = 1000;
 
 /**
  * The answer to a request shed: one constant, whose reply the HTTP front builds once (RouteOptions.shed); exported for
@@ -73,6 +77,8 @@ export class LoadShedder {
   /** The shedding under way: when it began and what arrived since. */
   private episodeStart = 0;
   private episodeArrivals = 0;
+  /** When an arrival first found the delay past LONG_WAIT_MS (null: the last one found it under). */
+  private longSince: number | null = null;
 
   constructor(
     private readonly signals: ShedSignals,
@@ -108,13 +114,16 @@ export class LoadShedder {
     const now = this.now();
     const sinceLast = now - this.lastArrival;
     this.lastArrival = now;
-    this.backlog.arrival(now);
+    const known = keyed && projectId !== null;
+    if (known) this.backlog.arrival(now);
     const knownFraction = this.countArrival(now, keyed, projectId !== null);
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
     // and shedding would spare nobody anything (and the writer's delay is 0).
     const inHand = this.signals.inHand();
     const queue = inHand ? this.signals.queueDelayMs() : 0;
-    if (!inHand || queue + this.signals.loopDelayMs() * knownFraction <= this.maxDelayMs) {
+    const delay = inHand ? queue + this.signals.loopDelayMs() * knownFraction : 0;
+    this.longSince = delay < LONG_WAIT_MS ? null : (this.longSince ?? now);
+    if (delay <= this.maxDelayMs) {
       this.overSince = null;
       if (this.shedding) {
         this.shedding = false;
@@ -127,14 +136,18 @@ export class LoadShedder {
     if (this.overSince === null || sinceLast > QUIET_MS) this.overSince = now;
     if (!this.shedding) {
       if (now - this.stoppedAt < REENTER_MS) this.startShedding(now);
-      else if (now - this.overSince >= ENTER_MS && this.backlog.growing(now, GROWTH_WINDOWS)) {
+      else if (
+        now - (this.longSince ?? now) >= LONG_WAIT_FOR_MS ||
+        (now - this.overSince >= ENTER_MS && this.backlog.growing(now, GROWTH_WINDOWS))
+      ) {
         this.foundRate = this.backlog.arrivalRate(now, 4);
         this.startShedding(now);
       }
     }
     if (!this.shedding) return null;
     const shedFor = now - this.episodeStart;
-    if (++this.episodeArrivals > COMEBACK_RATIO * this.foundRate * shedFor && shedFor >= COMEBACK_MS) {
+    if (known) this.episodeArrivals++;
+    if (this.episodeArrivals > COMEBACK_RATIO * this.foundRate * shedFor && shedFor >= COMEBACK_MS) {
       // Turned away, they came straight back: clients that send again at once bound their own backlog.
       this.shedding = false;
       this.stoppedAt = Number.NEGATIVE_INFINITY;

@@ -3,7 +3,7 @@
 // and are swept, so memory stays bounded by the keys active within one refill period.
 
 /** The largest bucket a token may be given (PATCH /admin/tokens/:tokenId; the migration's CHECK says the same). */
-export const TOKEN_LIMITS = { maxPerMin: 60_000_000, maxBurst: 10_000_000 } as const;
+export const TOKEN_LIMIT_MAX = { maxPerMin: 60_000_000, maxBurst: 10_000_000 } as const;
 
 /** A key's own bucket (a token's limits); null where the options' hold. */
 export interface BucketLimits {

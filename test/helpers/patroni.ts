@@ -319,7 +319,6 @@ export class PatroniCluster {
       ...this.asOwner(),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
-      ...(this.owner ?? {}),
     });
     const log = this.log(n.name);
     proc.stdout!.pipe(log, { end: false });
