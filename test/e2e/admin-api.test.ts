@@ -163,6 +163,8 @@ describe('admin API', () => {
         createdAt: expect.any(String),
         revokedAt: null,
         lastUsedAt: null,
+        rateLimitPerMin: null,
+        rateLimitBurst: null,
       },
     ]);
     expect(JSON.stringify(listed.body)).not.toContain(t.body.token);

@@ -162,11 +162,13 @@ describe('bot_api keys', () => {
     const past = answers.filter((r) => r.status !== 401).map((r) => `${r.status} ${r.body.error}`);
     expect(past.filter((a) => a !== '429 auth_rate_limited' && a !== '503 overloaded')).toEqual([]);
     // Keys carrying the tag past the budget are still looked up, one at a time, at most 8 of one address held at once
-    // (AUTH_LOW_PRIORITY_QUEUE 64 / 8); the others are answered 503 without a lookup.
+    // (AUTH_LOW_PRIORITY_QUEUE 64 / 8); the others are answered 503 without a lookup. A lookup may end while the
+    // burst still arrives and let one more in, so the bound is loose; without the per-address cap all 25 would be.
     const after = await scrape();
     const lane = low(after) - low(before);
     expect(lane).toBeGreaterThanOrEqual(1);
-    expect(lane).toBeLessThanOrEqual(8);
+    expect(lane).toBeLessThanOrEqual(16);
+    expect(past.filter((a) => a === '503 overloaded').length).toBeGreaterThanOrEqual(25 - 16);
     expect(lookups(after) - lookups(before)).toBe(5 + lane);
     expect(past.filter((a) => a === '429 auth_rate_limited')).toHaveLength(lane);
     // Lookups that found the key were refunded: a known key from a fresh address spends nothing.
