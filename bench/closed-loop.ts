@@ -94,7 +94,7 @@ export async function closedLoopSweep(
         const refused = (f.statuses['503'] ?? 0) + (base.statuses['503'] ?? 0);
         answered503.set(run.name, (answered503.get(run.name) ?? 0) + (f.statuses['503'] ?? 0));
         lines.push(
-          `${run.name} round ${round}: ${fmt(f.requestsPerS)} req/s against ${g.base.name} ${fmt(base.requestsPerS)} (${ratio.toFixed(2)}×); answered 503: ${fmt(f.statuses['503'] ?? 0)} (${g.base.name} ${fmt(base.statuses['503'] ?? 0)}); other non-2xx: ${fmt(f.failed - (f.statuses['503'] ?? 0))}${refused > 0 ? ' — 503s' : ''}`,
+          `${run.name} round ${round}: ${fmt(f.requestsPerS)} req/s against ${g.base.name} ${fmt(base.requestsPerS)} (${ratio.toFixed(2)}×); answered 503: ${fmt(f.statuses['503'] ?? 0)}, shed at the door ${fmt(f.shedAtDoor)} with the warm-up (${g.base.name} ${fmt(base.statuses['503'] ?? 0)}); other non-2xx: ${fmt(f.failed - (f.statuses['503'] ?? 0))}${refused > 0 ? ' — 503s' : ''}`,
         );
       }
     }

@@ -18,7 +18,7 @@ const REFUSERS = ['front', 'bare'] as const;
 export interface RefusalFigures {
   /** CPU µs per answer of each refuser, one figure a round. */
   cpuPerAnswer: Record<(typeof REFUSERS)[number], number[]>;
-  /** Measured answers that were not 503, errors and timeouts (the front lets the warm-up's first 100 ms in). */
+  /** Measured answers that were not 503, errors and timeouts (the front lets the warm-up's first second in). */
   otherAnswers: number;
 }
 

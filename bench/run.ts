@@ -582,6 +582,7 @@ async function main(): Promise<void> {
               tableRowsBefore: 0,
               tableRowsAfter: 0,
               statuses: {},
+              shedAtDoor: 0,
             },
             1,
           ),

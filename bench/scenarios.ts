@@ -41,6 +41,8 @@ export interface Figures {
   tableRowsAfter: number;
   /** Answers of the measured window, by status. */
   statuses: Record<string, number>;
+  /** Requests the service shed at the door (503 before reading), warm-up included: which 503s were shedding's. */
+  shedAtDoor: number;
   extra?: Record<string, number | string>;
 }
 
@@ -94,6 +96,7 @@ async function measure(
     tableRowsBefore: before,
     tableRowsAfter: after,
     statuses: r.statuses,
+    shedAtDoor: m.get('tg_ingest_shed_requests_total') ?? 0,
   };
 }
 
