@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadDevKey, signInitData } from '../src/auth/dev-key.js';
-import { readCliEnv } from '../src/config.js';
+import { readCliEnv, readConfig } from '../src/config.js';
 import { readRuntime } from '../src/data-dir.js';
 import { adminTokenPath } from '../src/admin/admin-token.js';
 import { TOKEN_LIMIT_MAX } from '../src/limits/token-bucket.js';
@@ -67,12 +67,12 @@ function adminClient(base: string, token: string): Admin {
 }
 
 /** The service's per-user bucket unless its operator changed it (RATE_LIMIT_BURST, RATE_LIMIT_PER_MIN): assumed. */
-const DEFAULT_BUCKET = { burst: 300, perMin: 120 };
+const DEFAULT_BUCKET = readConfig({});
 
 /** Users of a webapp run: enough that the default per-user bucket never binds. */
 function webappUsers(connections: number, durationS: number): number {
   // At up to 20,000 requests a second, each user's share over the run within its burst and refill.
-  const perUser = DEFAULT_BUCKET.burst + (DEFAULT_BUCKET.perMin * durationS) / 60;
+  const perUser = DEFAULT_BUCKET.rateLimitBurst + (DEFAULT_BUCKET.rateLimitPerMin * durationS) / 60;
   return Math.max(connections, Math.ceil((20_000 * durationS) / perUser));
 }
 
@@ -226,12 +226,12 @@ async function main(): Promise<number> {
       Number(
         (await admin.call<{ eventsStored: number }>('GET', `/admin/projects/${made.projectId}/usage`)).eventsStored,
       );
-    let usage = { eventsStored: await stored() };
+    let eventsStored = await stored();
     for (let i = 0; i < 20; i++) {
       await new Promise((res) => setTimeout(res, 250));
       const now = await stored();
-      if (now === usage.eventsStored) break;
-      usage = { eventsStored: now };
+      if (now === eventsStored) break;
+      eventsStored = now;
     }
     const statuses = Object.entries(r.statuses)
       .sort(([a], [b]) => a.localeCompare(b))
@@ -242,7 +242,7 @@ async function main(): Promise<number> {
       `requests/s   ${Math.round(r.rps).toLocaleString('en-US')} answered 202, over ${r.seconds.toFixed(1)} s`,
       `latency      p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (all answers)`,
       `statuses     ${statuses || 'none'}${r.errors > 0 ? `; ${r.errors} connection errors` : ''}${r.timeouts > 0 ? `; ${r.timeouts} timeouts` : ''}`,
-      `stored       ${usage.eventsStored.toLocaleString('en-US')} events (202s counted × batch: ${(r.ok * o.batch).toLocaleString('en-US')}; the answers to requests in flight at the end are not counted, their events are stored)`,
+      `stored       ${eventsStored.toLocaleString('en-US')} events (202s counted × batch: ${(r.ok * o.batch).toLocaleString('en-US')}; the answers to requests in flight at the end are not counted, their events are stored)`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     if (r.non2xx > 0) {

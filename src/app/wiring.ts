@@ -35,14 +35,14 @@ import { GroupCommitWriter } from '../writer/group-commit.js';
 import { LoadShedder } from '../limits/shedding.js';
 import { SerialLane } from '../limits/serial-lane.js';
 import { HttpError } from '../errors.js';
+import { LoopDelay } from '../limits/loop-delay.js';
+import type { WriteOutcome } from '../writer/sink.js';
 
 /** The answer when the lane of lookups past a failure budget is full. */
 const LOOKUPS_FULL = new HttpError('overloaded', {
   message: 'Too many credential lookups are waiting for their turn; retry after the delay in Retry-After.',
   retryAfterS: 1,
 });
-import { LoopDelay } from '../limits/loop-delay.js';
-import type { WriteOutcome } from '../writer/sink.js';
 
 export interface Parts {
   config: Readonly<Config>;

@@ -116,7 +116,7 @@ export class LoadShedder {
     this.lastArrival = now;
     const known = keyed && projectId !== null;
     if (known) this.backlog.arrival(now);
-    const knownFraction = this.countArrival(now, keyed, projectId !== null);
+    const knownFraction = this.countArrival(now, keyed, known);
     // The loop's delay counts while there is work in hand: late with none, the machine is busy with something else,
     // and shedding would spare nobody anything (and the writer's delay is 0).
     const inHand = this.signals.inHand();
@@ -177,7 +177,7 @@ export class LoadShedder {
       a.second = second;
     }
     if (keyed) a.all++;
-    if (keyed && known) a.known++;
+    if (known) a.known++;
     const all = a.all + a.allBefore;
     return all === 0 ? 1 : (a.known + a.knownBefore) / all;
   }

@@ -112,6 +112,7 @@ export class Eraser {
       const rest = (performance.now() - started) * REST_PER_WORK;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, rest);
+        timer.unref();
         this.wakeFromRest = () => {
           clearTimeout(timer);
           resolve();
@@ -201,9 +202,8 @@ export class Eraser {
       }
       const slice = ids.slice(s.from, s.from + this.opts.usersPerStep);
       // Through the bloom summaries (a bitmap scan; never the whole partition, nor a parallel scan beside ingestion).
-      await tx`SET LOCAL enable_seqscan = off`;
-      await tx`SET LOCAL enable_indexscan = off`;
-      await tx`SET LOCAL max_parallel_workers_per_gather = 0`;
+      await tx`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+                      set_config('max_parallel_workers_per_gather', '0', true)`;
       // Names come from pg_inherits and match events_YYYY_MM (partitions()).
       const gone = await tx.unsafe(
         `DELETE FROM ${part.name} WHERE platform_user_id = ANY($2::bigint[]) AND project_id = $1`,
