@@ -147,7 +147,13 @@ export class LoadShedder {
     if (!this.shedding) return null;
     const shedFor = now - this.episodeStart;
     if (known) this.episodeArrivals++;
-    if (this.episodeArrivals > COMEBACK_RATIO * this.foundRate * shedFor && shedFor >= COMEBACK_MS) {
+    // A shedding found with no keyed arrivals of a known project (the long wait alone, of webapp or unknown keys) has
+    // no rate to be outpaced: one such request later says nothing of clients coming back.
+    if (
+      this.foundRate > 0 &&
+      this.episodeArrivals > COMEBACK_RATIO * this.foundRate * shedFor &&
+      shedFor >= COMEBACK_MS
+    ) {
       // Turned away, they came straight back: clients that send again at once bound their own backlog.
       this.shedding = false;
       this.stoppedAt = Number.NEGATIVE_INFINITY;

@@ -182,6 +182,23 @@ describe('LoadShedder', () => {
     expect(Number(closedLoop(10))).toBeGreaterThan(0);
   });
 
+  it('takes one known request for no comeback when the shedding was found without any (the long wait alone)', () => {
+    const { s, shedding } = shedder();
+    s.delay = 2000;
+    s.heavy.add('p');
+    // Only requests of no known project (webapp bodies, made-up keys) for a second past the long wait: shedding.
+    for (let i = 0; i <= 1000; i++) {
+      s.now++;
+      shedding(null);
+    }
+    expect(shedding(null)).toBe(true);
+    // One keyed request of a known project 60 ms later is no client coming back twice as fast as anything.
+    s.now += 60;
+    expect(shedding('p')).toBe(true);
+    s.now++;
+    expect(shedding(null)).toBe(true);
+  });
+
   it("while shedding, lets in a project holding less than an equal share: one tenant's backlog sheds that tenant", () => {
     const { s, outpace, shedding } = shedder();
     s.delay = 200;
