@@ -17,7 +17,7 @@ if (refuser === 'front') {
     55,
   );
   const server = new HttpServer({ maxBodyBytes: 1 << 20, bodyBudget: new BodyBudget(64 << 20), trustProxy: false });
-  // As src/app/routes.ts: the key's project asked first.
+  // As the ingestion wing (src/wings/ingestion/wing.ts): the key's project asked first.
   server.route('post', '/tg', () => ({ status: 202 }), {
     shed: { refusal: (header) => shedder.refusal(header('x-api-key') === '' ? null : 'project', false) },
   });

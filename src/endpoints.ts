@@ -1,7 +1,8 @@
 // The two ingestion endpoints, each with one name used everywhere: in code, worker task kinds,
 // metrics labels, the `channel` column of stored events and the documentation. `webapp` is the
-// mini-app endpoint (initData), `bot_api` the bot-backend endpoint (X-API-Key). Every route path of
-// the service is defined here once.
+// mini-app endpoint (initData), `bot_api` the bot-backend endpoint (X-API-Key). The paths below are those
+// more than one module needs (the metrics' route groups, the root's pointers); every route is declared once, in
+// its wing's table (src/wings/*/).
 
 export type Endpoint = 'webapp' | 'bot_api';
 export const ENDPOINTS: readonly Endpoint[] = ['webapp', 'bot_api'];

@@ -1,7 +1,7 @@
 // Entry point: configuration, DATA_DIR, the database (embedded unless DATABASE_URL), the service,
 // signals, and what a newcomer should do next.
 import { loadAdminToken } from './admin/admin-token.js';
-import { type App, startApp } from './app.js';
+import { type App, startApp } from './app/app.js';
 import { type Config, ConfigError, readConfig } from './config.js';
 import { loadDevKey } from './auth/dev-key.js';
 import { type DataDirLock, lockDataDir, writeRuntime } from './data-dir.js';

@@ -1,8 +1,8 @@
 // The admin web page at /admin/: static files, no build step, fed by the admin API.
-// The files live in src/admin/page/ (tsc does not copy them into dist) and are read once at mount.
+// The files live in src/admin/page/ (tsc does not copy them into dist) and are read once at start.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { HttpServer, Reply } from '../http/server.js';
+import type { Reply } from '../http/server.js';
 
 /** The page's ES modules, by section; admin.js is the entry, the others its imports. */
 export const PAGE_MODULES = [
@@ -54,7 +54,8 @@ function pageDir(): URL {
   return dir;
 }
 
-export function mountAdminPage(server: HttpServer): void {
+/** The page (the same at /admin and /admin/) and its files by name, read once. */
+export function pageReplies(): { index: Reply; files: Map<string, Reply> } {
   const dir = pageDir();
   const file = (name: string, contentType: string): Reply => ({
     status: 200,
@@ -62,14 +63,12 @@ export function mountAdminPage(server: HttpServer): void {
     headers: HEADERS,
     body: readFileSync(new URL(name, dir), 'utf8'),
   });
-
-  const index = file('index.html', 'text/html; charset=utf-8');
-  // The same page on both: the server's status table has no 3xx, and index.html uses absolute asset URLs.
-  server.route('get', '/admin/', () => index).route('get', '/admin', () => index);
   const require = createRequire(import.meta.url);
+  const files = new Map<string, Reply>();
   for (const [name, type] of Object.entries(PAGE_ASSETS)) {
     const vendor = VENDOR[name];
-    const reply =
+    files.set(
+      name,
       vendor === undefined
         ? file(name, type)
         : {
@@ -77,7 +76,8 @@ export function mountAdminPage(server: HttpServer): void {
             contentType: type,
             headers: HEADERS,
             body: readFileSync(require.resolve(vendor.file), 'utf8'),
-          };
-    server.route('get', `/admin/page/${name}`, () => reply);
+          },
+    );
   }
+  return { index: file('index.html', 'text/html; charset=utf-8'), files };
 }

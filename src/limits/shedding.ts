@@ -8,7 +8,7 @@
 // disk, a checkpoint, a failover) and needs no tuning to the machine, unlike a count of connections or of requests in
 // flight.
 // (The main thread's part counts only while requests are in hand, and judges only requests of a known project; the
-// bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/app/wiring.ts.)
+// bound is BATCH_MAX_WAIT_MS, which a queued request waits by design, plus SHED_QUEUE_DELAY_MS: src/wings/ingestion/wing.ts.)
 // While it is past the bound, ingestion requests are answered 503 with Retry-After from the HTTP front before
 // anything of them is read, a small fraction of what accepting one costs, so the requests let in keep their latency
 // and the process its memory.

@@ -453,7 +453,7 @@ function adminSchemas(): Record<string, Schema> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Event quality: tracking plans, the quarantine, replay (src/admin/quality-api.ts), the live view
+// Event quality: tracking plans, the quarantine, replay (src/wings/quality/routes.ts), the live view
 // (src/http/live.ts).
 
 const KIB = (bytes: number) => `${bytes / 1024} KiB`;

@@ -1,26 +1,19 @@
 // Runs erasure requests in the background, oldest first, one step per transaction: in each events partition, its new
 // block ranges summarized, then a slice of the users (ERASURE_USERS_PER_STEP) deleted through the partition's bloom
 // summaries of users (migration 15: a BRIN index, which reads only the ranges that may hold them and costs an insert
-// nothing), then the users table, the quarantine in slices, and the report tables. Each step moves the erasure's
-// `step` in the transaction that deletes, so a step retried after a crash or on another instance deletes nothing
-// twice and skips nothing. An advisory lock taken per step keeps one instance at work at a time, and the eraser rests
+// nothing), then the users table, the quarantine in slices, and what other features keep of users (ErasurePart: the
+// reports' tables). Each step moves the erasure's `step` in the transaction that deletes, so a step retried after a
+// crash or on another instance deletes nothing twice and skips nothing. An advisory lock taken per step keeps one instance at work at a time, and the eraser rests
 // REST_PER_WORK times as long as each step took: a bloom summary is walked once per user asked, which is CPU the
 // ingestion beside it would otherwise lose.
 import type { Sql, Tx } from '../db/connect.js';
-import { REPORTS_FOLD_LOCK } from '../db/locks.js';
+import type { ErasurePart, ErasureStep } from '../db/erasure.js';
 import type { Logger } from '../log.js';
-import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
-import { Turns } from '../turns.js';
 import { USER_IN_QUARANTINE } from './store.js';
 
 const LOCK_KEY = 7_240_311_913;
 /** Quarantined events examined per step: each is at most 64 KiB of JSON. */
 const QUARANTINE_SLICE = 1000;
-/** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
-const SUMMARIES_SLICE = 256;
-const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
-/** Days of report_active per step, each read by primary-key probes. */
-const REPORT_DAYS_SLICE = 31;
 /** Time resting after a step, per time the step took: an eraser at work a quarter of the time. */
 const REST_PER_WORK = 3;
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
@@ -28,14 +21,13 @@ const MAX_ATTEMPTS = 6;
 /** A lock another session holds longer than this (DDL on a partition) fails the step, which is retried. */
 const STEP_LOCK_TIMEOUT = '5s';
 
-type Step =
+type Own =
   | { phase?: undefined }
   | { phase: 'events'; part: string; from: number; summarized: boolean }
   | { phase: 'users' }
-  | { phase: 'quarantine'; after: number }
-  | { phase: 'summaries'; after: string; until: string | null }
-  | { phase: 'reports' }
-  | { phase: 'report_active'; day: string | null };
+  | { phase: 'quarantine'; after: number };
+/** The eraser's own steps, then the parts' (ErasurePart), or `done` when there is none. */
+type Step = Own | ErasureStep;
 
 interface Job {
   erasure_id: string;
@@ -70,6 +62,8 @@ export class Eraser {
     private readonly sql: Sql,
     private readonly opts: EraserOptions,
     private readonly log: Logger,
+    /** What other features keep of users, erased after the events, the users table and the quarantine. */
+    private readonly parts: readonly ErasurePart[] = [],
   ) {}
 
   start(): void {
@@ -169,7 +163,7 @@ export class Eraser {
 
   private async advance(tx: Tx, j: Job): Promise<void> {
     const ids = j.user_ids;
-    const s = j.step;
+    const s = j.step as Own;
     const move = (next: Step, counts: { events?: number; users?: number; quarantine?: number } = {}) => tx`
       UPDATE erasures SET step = ${tx.json(next as never)}, attempts = 0, retry_at = NULL, error = NULL,
         deleted_events = deleted_events + ${counts.events ?? 0},
@@ -241,73 +235,20 @@ export class Eraser {
         SELECT (SELECT max(id) FROM slice)::text AS last, (SELECT count(*) FROM gone)::int AS gone`;
       const next: Step =
         r!.last === null
-          ? { phase: 'summaries', after: '0', until: null }
+          ? (this.parts[0]?.start ?? { phase: 'done' })
           : { phase: 'quarantine', after: Number(r!.last) };
       return void (await move(next, { quarantine: r!.gone }));
     }
-    // The report steps run after any fold still running (it may have read their events before they were deleted). A
-    // fold holds the lock for one window, and a waiter is served before the aggregator's next try: waiting past the
-    // step's lock timeout is safe here, and failing for it would spend the erasure's attempts on a lock about to be
-    // free.
-    await tx`SET LOCAL lock_timeout = '60s'`;
-    await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
-    await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
-    if (s.phase === 'summaries') {
-      // The report summaries of commits not folded yet name them too (src/pipeline/summary.ts): their records go, or
-      // a later fold would count them again. Those that exist now, a few MiB a step; user ids past 2^53 are never in
-      // one.
-      const until =
-        s.until ??
-        (await tx<{ max: string | null }[]>`SELECT max(summary_id)::text AS max FROM report_summaries`)[0]!.max;
-      const rows =
-        until === null
-          ? []
-          : await tx<{ id: string; summary: Buffer }[]>`
-              WITH slice AS (
-                SELECT summary_id, sum(octet_length(summary)) OVER (ORDER BY summary_id) AS upto
-                FROM report_summaries WHERE summary_id > ${s.after}::bigint AND summary_id <= ${until}::bigint
-                ORDER BY summary_id LIMIT ${SUMMARIES_SLICE}
-              )
-              SELECT r.summary_id::text AS id, r.summary FROM slice JOIN report_summaries r USING (summary_id)
-              WHERE slice.upto <= ${SUMMARIES_SLICE_BYTES} OR slice.summary_id = (SELECT min(summary_id) FROM slice)
-              ORDER BY r.summary_id`;
-      const users = new Set(ids.map(Number).filter(Number.isSafeInteger));
-      const turn = new Turns();
-      for (const r of rows) {
-        // A step rewrites up to SUMMARIES_SLICE_BYTES on the main thread: its sockets are read between summaries.
-        const pause = turn.take();
-        if (pause) await pause;
-        let kept: Uint8Array | null;
-        try {
-          kept = withoutUsers(r.summary, j.project_id, users);
-        } catch (err) {
-          // Unreadable, it could never be counted: gone, as the aggregator would drop it.
-          if (!(err instanceof SummaryFormatError)) throw err;
-          this.log.error({ summaryId: r.id, err: err.message }, 'an unreadable report summary was deleted');
-          kept = null;
-        }
-        if (kept === null) await tx`DELETE FROM report_summaries WHERE summary_id = ${r.id}::bigint`;
-        else if (kept.byteLength !== r.summary.byteLength)
-          await tx`UPDATE report_summaries SET summary = ${Buffer.from(kept)} WHERE summary_id = ${r.id}::bigint`;
-      }
-      const next: Step =
-        rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
-      return void (await move(next));
+    // The parts of other features, in their order; a step that belongs to none (stored by a part since removed) ends.
+    const part = j.step as ErasureStep;
+    const at = this.parts.findIndex((p) => p.phases.includes(part.phase));
+    if (at !== -1) {
+      const job = { erasureId: j.erasure_id, projectId: j.project_id, userIds: ids };
+      const next = await this.parts[at]!.step(tx, job, part);
+      if (next !== null) return void (await move(next));
     }
-    if (s.phase === 'reports') {
-      // Who they were to the reports: first day and campaign, payments. The counts stay, as usage does.
-      await tx`DELETE FROM report_users WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
-      await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.project_id} AND user_id = ANY(${ids}::bigint[])`;
-      return void (await move({ phase: 'report_active', day: null }));
-    }
-    // report_active: the days they were active, a month of days per step.
-    const days = await tx<{ day: string }[]>`
-      SELECT day::text FROM report_days WHERE project_id = ${j.project_id}
-        ${s.day === null ? tx`` : tx`AND day > ${s.day}::date`}
-      ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
-    for (const { day } of days)
-      await tx`DELETE FROM report_active WHERE project_id = ${j.project_id} AND day = ${day}::date AND user_id = ANY(${ids}::bigint[])`;
-    if (days.length === REPORT_DAYS_SLICE) return void (await move({ phase: 'report_active', day: days.at(-1)!.day }));
+    const following = this.parts[at + 1];
+    if (at !== -1 && following !== undefined) return void (await move(following.start));
     // Done: the ids stay only while they are suppressed.
     await tx`
       UPDATE erasures SET status = 'done', finished_at = now(), step = '{}', attempts = 0, retry_at = NULL, error = NULL,

@@ -318,7 +318,6 @@ export class WireConnection {
       }
     }
     this.fail(new ConnectionLost('closed by the writer'));
-    setTimeout(() => this.sock.destroy(), 1000).unref();
   }
 
   private fail(err: ConnectionLost): void {

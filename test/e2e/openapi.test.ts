@@ -4,7 +4,7 @@
 // too), and every route the server registers must be documented, and every documented operation
 // exercised.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -1410,11 +1410,7 @@ describe('probes, metrics, the page', () => {
 // ---------------------------------------------------------------------------------------------
 // Both directions: every route is documented, every documented operation was exercised.
 
-/**
- * The routes src/app/routes.ts, src/admin/api.ts, src/admin/quality-api.ts, src/admin/reports-api.ts,
- * src/admin/privacy-api.ts, src/http/live.ts and src/admin/page.ts
- * register (other than the 405/404 fallbacks).
- */
+/** The routes the wings register (other than the 405/404 fallbacks). */
 const ROUTES = [
   'POST /tg',
   'POST /messenger',
@@ -1464,29 +1460,25 @@ const ROUTES = [
   'GET /',
 ];
 
+describe('docs/', () => {
+  it('names every route the service answers, and no route it does not', () => {
+    const docs = readdirSync(new URL('../../docs/', import.meta.url)).filter((f) => f.endsWith('.md'));
+    const named = new Set<string>();
+    for (const f of docs) {
+      const text = readFileSync(new URL(`../../docs/${f}`, import.meta.url), 'utf8');
+      for (const [, m, p] of text.matchAll(/`(GET|POST|PUT|PATCH|DELETE|OPTIONS) (\/[^\s`?]*)/g))
+        named.add(`${m} ${p!.replace(/:(\w+)/g, '{$1}')}`);
+    }
+    const served = [...operations()].map(([m, p]) => `${m} ${p}`);
+    expect(served.filter((r) => !named.has(r)), 'served, not in docs/').toEqual([]);
+    expect([...named].filter((r) => !served.includes(r)), 'in docs/, not served').toEqual([]);
+  });
+});
+
 describe('coverage', () => {
   it('documents every registered route and nothing else', () => {
-    const source = (f: string) => readFileSync(new URL(`../../${f}`, import.meta.url), 'utf8');
-    const app = source('src/app/routes.ts');
-    const page = source('src/admin/page.ts');
-    // Literal routes, as a cross-check of ROUTES (the loops over paths in app/routes.ts are checked below).
-    for (const f of [
-      app,
-      source('src/admin/api.ts'),
-      source('src/admin/quality-api.ts'),
-      source('src/admin/reports-api.ts'),
-      page,
-    ]) {
-      for (const [, m, p] of f.matchAll(/\.route\('(\w+)',\s*[`']([^`']+)[`']/g)) {
-        if (m === 'any') continue;
-        const route = `${m === 'del' ? 'DELETE' : m!.toUpperCase()} ${p!.replace(/:(\w+)/g, '{$1}').replace(/\$\{\w+\}/g, '{file}')}`;
-        expect(ROUTES, `${route} (registered in the source)`).toContain(route);
-      }
-    }
-    for (const [, p] of app.matchAll(/'(\/(?:tg|messenger)[^']*)'/g))
-      expect(ROUTES, `${p} (app/routes.ts)`).toContain(`POST ${p}`);
-    // The live view is a WebSocket route of uWS itself, answering GET.
-    expect(app).toContain('p.live.mount(server.app, PATHS.adminLive)');
+    // The document is assembled from the route tables (src/wings/*/), and refuses a route other than a fallback
+    // without its operation: what it lists is what is registered. ROUTES pins that list down.
     expect(ROUTES).toContain(`GET ${PATHS.adminLive}`);
     const assets = Object.keys(PAGE_ASSETS);
     expect(

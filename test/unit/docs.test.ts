@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/errors.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
@@ -197,9 +197,14 @@ describe('README.md and docs/operations.md', () => {
       const m = new RegExp(`\`${label}\` \\(([^)]*)\\)`).exec(rows.get(metric) ?? '');
       return [...(m?.[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((v) => v[1]!).sort();
     };
-    // The caches src/app/wiring.ts hands to the metrics.
-    const caches = /caches: \(\) => \(\{([^}]*)\}\)/.exec(read('src/app/wiring.ts'))?.[1] ?? '';
-    const cacheNames = [...caches.matchAll(/(\w+):/g)].map((m) => m[1]!).sort();
+    // The caches the shared parts (src/app/shared.ts) and the wings hand to the metrics.
+    const cacheNames = [
+      ...[...read('src/app/shared.ts').matchAll(/^ {4}\['(\w+)', \(\) => /gm)].map((m) => m[1]!),
+      ...readdirSync(new URL('../../src/wings/', import.meta.url), { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .flatMap((d) => [...read(`src/wings/${d.name}/wing.ts`).matchAll(/caches\.set\('(\w+)'/g)].map((m) => m[1]!)),
+    ].sort();
+    expect(cacheNames).toContain('filed_users');
     expect(cacheNames).toContain('tracking_plan');
     expect(values('tg_ingest_cache_requests_total', 'cache')).toEqual(cacheNames);
     // The outcomes of a replay, as the metrics count them.

@@ -1,9 +1,10 @@
 // The shape of src/: imports only go down,
-//   app → openapi → {http, admin} → ingest → {auth, limits, quality, reports, privacy, worker} → {pipeline, cache} → writer
-//   → db.
+//   app → wings → openapi → {http, admin} → metrics → ingest → {auth, limits, quality, reports, privacy, worker}
+//   → {pipeline, cache} → writer → db.
 // A module may import its own folder, anything below its layer, and the shared leaves every layer uses
 // (errors, the model's types, endpoints, the logger, config, the main thread's turns). Handlers of the HTTP front
-// (ingest/, admin/) may import its handler contract as types.
+// (ingest/, admin/) may import its handler contract as types. A wing (src/wings/<feature>/) imports the shared layers
+// and wings/wing.ts, never another wing.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,10 +12,12 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 const LAYERS: Record<string, number> = {
-  app: -2,
+  app: -3,
+  wings: -2,
   openapi: -1,
   http: 0,
   admin: 0,
+  metrics: 0.5,
   ingest: 1,
   auth: 2,
   limits: 2,
@@ -30,7 +33,7 @@ const LAYERS: Record<string, number> = {
 /** Files at the top of src/ that any layer may import: no imports of their own beyond each other. */
 const LEAVES = new Set(['errors.ts', 'model.ts', 'endpoints.ts', 'log.ts', 'config.ts', 'data-dir.ts', 'turns.ts']);
 /** Files at the top of src/ that compose everything (import anything, imported by nothing but each other). */
-const ROOTS = new Set(['main.ts', 'app.ts', 'metrics.ts', 'openapi.ts']);
+const ROOTS = new Set(['main.ts']);
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((n) =>
@@ -60,9 +63,15 @@ describe('src/ layout', () => {
       for (const m of text.matchAll(/^import (type )?[^'"]*from '(\.[^']+)'/gm)) {
         const target = place(join(dirname(file), m[2]!.replace(/\.js$/, '.ts')));
         const typeOnly = m[1] !== undefined;
+        if (from.folder === 'wings' && target.folder === 'wings') {
+          const wing = (rel: string) => rel.split('/')[1]!;
+          if (wing(from.rel) !== wing(target.rel) && target.rel !== 'wings/wing.ts')
+            wrong.push(`${from.rel} → ${target.rel} (another wing)`);
+          continue;
+        }
         if (target.folder === from.folder) continue;
         if (target.top !== null && LEAVES.has(target.top)) continue;
-        // The composition (main.ts, app.ts, app/) may use anything.
+        // The composition (main.ts, app/) may use anything.
         if ((from.top !== null && ROOTS.has(from.top)) || from.folder === 'app') continue;
         if (target.top !== null && ROOTS.has(target.top)) {
           wrong.push(`${from.rel} → ${target.rel} (a root)`);

@@ -1,12 +1,10 @@
-// The parts of the service, built from the configuration and wired to each other: writer, worker
-// pool, credentials, limits, event quality, the live view and metrics. Nothing here listens; see
-// routes.ts for what answers where.
+// The parts more than one wing uses, built once from the configuration: writer, worker pool, credentials, limits,
+// what events are checked against, the live view and the metrics. Each wing builds its own parts from these
+// (src/wings/); nothing here listens or runs in the background but the probes and the timers `stop` ends.
 import { randomUUID } from 'node:crypto';
-import { adminGuard, type AdminGuard, type AdminHooks } from '../admin/api.js';
+import { adminGuard } from '../admin/api.js';
+import { AdminStore } from '../admin/store.js';
 import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
-import { TokenUse } from '../auth/token-use.js';
-import { ReportAggregator } from '../reports/aggregator.js';
-import { Eraser } from '../privacy/eraser.js';
 import { SuppressionCache } from '../privacy/suppressions.js';
 import { BotResolver } from '../auth/bots.js';
 import { MiniAppSessions } from '../auth/sessions.js';
@@ -16,26 +14,23 @@ import { schemaReady } from '../db/migrations.js';
 import { LiveHub } from '../http/live.js';
 import { Readiness } from '../http/readiness.js';
 import { Tarpit } from '../http/tarpit.js';
-import type { CommitDeps, CommitTarget } from '../ingest/commit.js';
+import type { CommitTarget } from '../ingest/commit.js';
 import { AuthFailures } from '../limits/auth-failures.js';
 import { BodyBudget, DerivedBytes } from '../limits/body-budget.js';
 import { Quota } from '../limits/quota.js';
 import { PgLeaseStore } from '../limits/quota-leases.js';
-import type { BucketOptions } from '../limits/token-bucket.js';
 import type { Logger } from '../log.js';
-import { Metrics } from '../metrics.js';
+import { type CacheCounts, Metrics } from '../metrics/metrics.js';
 import type { BatchResult } from '../pipeline/batch.js';
 import { PlanCache } from '../quality/plan-cache.js';
-import { QuarantinePruner } from '../quality/pruner.js';
 import { QuarantineBudget } from '../quality/quarantine-budget.js';
 import { IngestStats } from '../quality/stats.js';
 import { QualityStore } from '../quality/store.js';
 import { IngestPool } from '../worker/pool.js';
 import { GroupCommitWriter } from '../writer/group-commit.js';
-import { LoadShedder } from '../limits/shedding.js';
 import { SerialLane } from '../limits/serial-lane.js';
 import { HttpError } from '../errors.js';
-import { LoopDelay } from '../limits/loop-delay.js';
+import type { Shared, WingHooks } from '../wings/wing.js';
 import type { WriteOutcome } from '../writer/sink.js';
 
 /** The answer when the lane of lookups past a failure budget is full. */
@@ -44,51 +39,21 @@ const LOOKUPS_FULL = new HttpError('overloaded', {
   retryAfterS: 1,
 });
 
-export interface Parts {
-  config: Readonly<Config>;
-  log: Logger;
-  sql: Sql;
-  metrics: Metrics;
-  sink: GroupCommitWriter;
-  pool: IngestPool;
-  tokens: TokenResolver;
-  tokenUse: TokenUse;
-  reports: ReportAggregator;
-  eraser: Eraser;
-  suppressions: SuppressionCache;
-  bots: BotResolver;
-  sessions: MiniAppSessions;
-  authFailures: AuthFailures;
-  /** Lookups of tagged API keys from addresses past their failure budget. */
-  lowPriorityLookups: SerialLane;
-  quota: Quota;
-  plans: PlanCache;
-  guard: AdminGuard;
-  live: LiveHub;
-  quality: QualityStore;
-  stats: IngestStats;
+/** The shared parts, and what the app itself needs of the HTTP front. */
+export interface SharedParts extends Shared {
   bodyBudget: BodyBudget;
   tarpit: Tarpit;
-  readiness: Readiness;
-  tokenTags: Awaited<ReturnType<typeof loadTokenTags>>;
-  /** What both ingestion endpoints commit through. */
-  commit: CommitDeps;
-  /** Answers ingestion requests 503 unread while the service is behind. */
-  shedder: LoadShedder;
-  /** Local caches dropped at once when the admin API changes what they hold. */
-  hooks: AdminHooks;
-  bucketOptions: BucketOptions;
   /** Stops the timers (the writer, pool and database are closed by the shutdown). */
   stop(): void;
 }
 
-export async function wire(
+export async function buildShared(
   config: Readonly<Config>,
   sql: Sql,
   databaseUrl: string,
   adminToken: string,
   log: Logger,
-): Promise<Parts> {
+): Promise<SharedParts> {
   // This process among the instances sharing the database: its ledger rows and allowance leases.
   const instanceId = randomUUID();
   const tokenTags = await loadTokenTags(sql);
@@ -111,21 +76,13 @@ export async function wire(
     bodyBytes: () => bodyBudget.bytes,
     heldAnswers: () => tarpit.held,
     liveViewers: () => live.watching,
-    caches: () => ({
-      token: tokens.stats,
-      bot: bots.stats,
-      allowance: quota.stats,
-      tracking_plan: plans.stats,
-      suppressions: suppressions.stats,
-      initdata: sessions.stats,
-      filed_users: reports.filedUsersStats,
-    }),
+    caches: () => Object.fromEntries([...caches].map(([name, counts]) => [name, counts()])),
     tasks: () => pool.tasks,
     unauthenticatedWaiting: () => pool.unauthenticatedWaiting,
     quarantineDropped: () => quarantineBudget.droppedTotal,
     lowPriorityLookups: () => lowPriorityLookups.started,
   });
-  const loopDelay = new LoopDelay();
+  const hooks: WingHooks = { erasureParts: [], quarantined: [] };
   const derived = new DerivedBytes(bodyBudget);
   const sink = new GroupCommitWriter({
     url: databaseUrl,
@@ -153,19 +110,6 @@ export async function wire(
   });
   const tokens = new TokenResolver(sql, tokenTags, config.authCacheTtlMs, config.authCacheMaxEntries);
   await tokens.checkUntagged();
-  const tokenUse = new TokenUse(sql, log);
-  const reports = new ReportAggregator(sql, { everyMs: config.reportsEveryMs, lagMs: config.reportsLagMs }, log);
-  reports.start();
-  const eraser = new Eraser(
-    sql,
-    {
-      usersPerStep: config.erasureUsersPerStep,
-      pollMs: 1000,
-      settleMs: 2 * config.authCacheTtlMs + config.writeTimeoutMs,
-    },
-    log,
-  );
-  eraser.start();
   const suppressions = new SuppressionCache(sql, config.authCacheTtlMs);
   const bots = new BotResolver(sql, config.authCacheTtlMs, config.authCacheMaxEntries);
   // A lease admits events for a few seconds and counts for the others until its last batches have
@@ -183,16 +127,6 @@ export async function wire(
   });
   const quality = new QualityStore(sql, config.maxJsonDepth);
   const quarantineBudget = new QuarantineBudget(sql, config.quarantineMaxBytes, config.authCacheTtlMs);
-  const pruner = new QuarantinePruner(
-    quality,
-    {
-      maxEvents: config.quarantineMaxEvents,
-      retentionDays: config.quarantineRetentionDays,
-      everyMs: config.quarantinePruneEveryMs,
-      flushDropped: () => quarantineBudget.flush(),
-    },
-    log,
-  );
   const stats = new IngestStats();
   const authFailures = new AuthFailures({
     perAddress: { burst: config.authFailureBurst, perMin: config.authFailureRefillPerS * 60, maxKeys: 100_000 },
@@ -209,7 +143,7 @@ export async function wire(
     verify: (check, priority, admit) => pool.verify(check, priority, admit),
     maxWaitingPerAddress: Math.max(1, Math.floor(config.initDataVerifyQueue / 4)),
   });
-  // After every batch: metrics, the per-project stats, the pruner's list, the live view.
+  // After every batch: metrics, the per-project stats, the wings told of quarantined events, the live view.
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {
     metrics.batch(
       t.channel,
@@ -236,7 +170,7 @@ export async function wire(
       b.diagnosticCounts,
     );
     if (o !== null) metrics.quarantine(b.quarantineCodes);
-    if (o !== null && b.quarantineCount > 0) pruner.quarantined(t.projectId);
+    if (o !== null && b.quarantineCount > 0) for (const h of hooks.quarantined) h(t.projectId);
     if (b.live !== null)
       live.publish(
         t.projectId,
@@ -248,47 +182,42 @@ export async function wire(
   // /readyz answers from a state refreshed once a second, never a query per request.
   const readiness = new Readiness(async () => ((await schemaReady(sql)) ? 'ready' : 'migrations_pending'));
   await readiness.refresh();
+  const caches = new Map<string, () => CacheCounts>([
+    ['token', () => tokens.stats],
+    ['bot', () => bots.stats],
+    ['allowance', () => quota.stats],
+    ['tracking_plan', () => plans.stats],
+    ['suppressions', () => suppressions.stats],
+    ['initdata', () => sessions.stats],
+  ]);
   return {
     config,
     log,
     sql,
     metrics,
+    caches,
     sink,
     pool,
+    readiness,
     tokens,
-    tokenUse,
-    reports,
-    eraser,
-    suppressions,
+    tokenTags,
     bots,
     sessions,
     authFailures,
     lowPriorityLookups,
+    bucketOptions: { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin },
     quota,
     plans,
-    guard,
-    live,
-    quality,
+    suppressions,
     stats,
-    bodyBudget,
-    tarpit,
-    readiness,
-    tokenTags,
+    quality,
+    quarantineBudget,
+    live,
     commit: { quota, sink, derived, quarantineBudget, onOutcome },
-    shedder: new LoadShedder(
-      {
-        queueDelayMs: () => sink.queueDelayMs,
-        inHand: () => sink.holdsRequests || pool.inlineQueue.length > 0,
-        // The main thread's delay: before a request is read, or before its body's turn (inline-queue.ts). The larger of
-        // the two, not their sum: one stall shows in both.
-        loopDelayMs: () => Math.max(loopDelay.ms, pool.inlineQueue.waitMs),
-        holdsShare: (projectId) => derived.holdsShare(projectId),
-      },
-      // A queued request waits up to BATCH_MAX_WAIT_MS by design while another batch commits: not being behind.
-      config.batchMaxWaitMs + config.shedQueueDelayMs,
-      () => metrics.shed(),
-    ),
-    hooks: {
+    derived,
+    projects: new AdminStore(sql, tokenTags),
+    guard,
+    cacheHooks: {
       tokenChanged: (tokenId) => tokens.forgetToken(tokenId),
       botChanged: (botId) => {
         tokens.forgetBot(botId);
@@ -297,14 +226,13 @@ export async function wire(
       allowanceChanged: (projectId) => quota.forget(projectId),
       trackingPlanChanged: (projectId) => plans.forget(projectId),
       suppressionsChanged: (projectId) => suppressions.forget(projectId),
-      erasureRequested: () => eraser.wake(),
     },
-    bucketOptions: { burst: config.rateLimitBurst, perMin: config.rateLimitPerMin },
+    hooks,
+    bodyBudget,
+    tarpit,
     stop() {
-      loopDelay.stop();
       tarpit.release();
       readiness.stop();
-      pruner.stop();
     },
   };
 }

@@ -1,12 +1,12 @@
-// The OpenAPI 3.1 document served at GET /openapi.json. It is assembled from the code's own tables:
-// error codes and statuses from src/errors.ts, diagnostic codes and severities from
+// The OpenAPI 3.1 document served at GET /openapi.json. It is assembled from the code's own tables: the
+// operations the wings declare beside their routes (src/wings/*/), error codes and statuses from src/errors.ts, diagnostic codes and severities from
 // src/pipeline/diagnostics.ts, limits and patterns from the pipeline; test/e2e/openapi.test.ts
 // checks real responses of the running service against it.
-import { ERRORS } from './errors.js';
-import { DIAGNOSTICS } from './pipeline/diagnostics.js';
-import { componentHeaders, componentParameters, securitySchemes } from './openapi/operations.js';
-import { paths } from './openapi/paths.js';
-import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES, severitiesOf } from './openapi/schemas.js';
+import { ERRORS } from '../errors.js';
+import { documentedPath, httpMethod, type Route } from '../http/route.js';
+import { DIAGNOSTICS } from '../pipeline/diagnostics.js';
+import { componentHeaders, componentParameters, securitySchemes } from './operations.js';
+import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES, severitiesOf } from './schemas.js';
 
 const DESCRIPTION = `Ingestion of analytics events from a messenger's mini-apps (the webapp endpoint, \`POST /tg/webapp\`)
 and bot backends (the bot_api endpoint, \`POST /tg\`) into PostgreSQL, and the admin API that provisions projects,
@@ -18,10 +18,24 @@ its 101 and its 400). Errors are \`{error, message, details?}\` with \`error\` o
 body lists diagnostics whose \`code\` is one of \`x-diagnostic-codes\`, each with its severity, or both severities
 for the codes of a tracking plan, whose severity the project's plan decides. An unknown path answers 404 \`not_found\`.`;
 
-let cached: Record<string, unknown> | null = null;
+/** Every documented route as an OpenAPI path item, in the order of the routes. */
+function paths(routes: readonly Route[]): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    if (r.operation === undefined) {
+      // Only a fallback (405, 404) goes undocumented: it answers on paths of routes that are.
+      if (r.method === 'any') continue;
+      throw new Error(`${httpMethod(r)} ${r.path} has no operation`);
+    }
+    const item = (out[documentedPath(r)] ??= {});
+    if (item[httpMethod(r)] !== undefined) throw new Error(`${httpMethod(r)} ${documentedPath(r)} is declared twice`);
+    item[httpMethod(r)] = r.operation;
+  }
+  return out;
+}
 
-export function openApiDocument(): Record<string, unknown> {
-  cached ??= {
+export function openApiDocument(routes: readonly Route[]): Record<string, unknown> {
+  return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: { title: 'tg-ingest', version: '1', description: DESCRIPTION, license: { name: 'MIT', identifier: 'MIT' } },
@@ -37,7 +51,7 @@ export function openApiDocument(): Record<string, unknown> {
       },
       { name: 'operations', description: 'Probes, metrics, this document and the admin page.' },
     ],
-    paths: paths(),
+    paths: paths(routes),
     components: {
       schemas: componentSchemas(),
       headers: componentHeaders(),
@@ -55,5 +69,4 @@ export function openApiDocument(): Record<string, unknown> {
       }),
     ),
   };
-  return cached;
 }

@@ -1,0 +1,91 @@
+// The reports' part of an erasure: the users' records in report summaries not folded yet, then who they were to the
+// reports (first day and campaign, payments), then the days they were active. The counts stay, as usage does.
+import type { ErasureJob, ErasurePart, ErasureStep } from '../db/erasure.js';
+import { REPORTS_FOLD_LOCK } from '../db/locks.js';
+import type { Tx } from '../db/connect.js';
+import type { Logger } from '../log.js';
+import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
+import { Turns } from '../turns.js';
+
+/** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
+const SUMMARIES_SLICE = 256;
+const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
+/** Days of report_active per step, each read by primary-key probes. */
+const REPORT_DAYS_SLICE = 31;
+/** The eraser's bound on other locks, set again once the fold's lock is held. */
+const STEP_LOCK_TIMEOUT = '5s';
+
+type Step =
+  | { phase: 'summaries'; after: string; until: string | null }
+  | { phase: 'reports' }
+  | { phase: 'report_active'; day: string | null };
+
+export function reportsErasure(log: Logger): ErasurePart {
+  return {
+    start: { phase: 'summaries', after: '0', until: null },
+    phases: ['summaries', 'reports', 'report_active'],
+    step: (tx, job, at) => step(tx, job, at as ErasureStep & Step, log),
+  };
+}
+
+async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<ErasureStep | null> {
+  const ids = j.userIds;
+  // After any fold still running (it may have read their events before they were deleted). A fold holds the lock for
+  // one window, and a waiter is served before the aggregator's next try: waiting past the step's lock timeout is safe
+  // here, and failing for it would spend the erasure's attempts on a lock about to be free.
+  await tx`SET LOCAL lock_timeout = '60s'`;
+  await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+  await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
+  if (s.phase === 'summaries') {
+    // The report summaries of commits not folded yet name them too (src/pipeline/summary.ts): their records go, or a
+    // later fold would count them again. Those that exist now, a few MiB a step; user ids past 2^53 are never in one.
+    const until =
+      s.until ??
+      (await tx<{ max: string | null }[]>`SELECT max(summary_id)::text AS max FROM report_summaries`)[0]!.max;
+    const rows =
+      until === null
+        ? []
+        : await tx<{ id: string; summary: Buffer }[]>`
+            WITH slice AS (
+              SELECT summary_id, sum(octet_length(summary)) OVER (ORDER BY summary_id) AS upto
+              FROM report_summaries WHERE summary_id > ${s.after}::bigint AND summary_id <= ${until}::bigint
+              ORDER BY summary_id LIMIT ${SUMMARIES_SLICE}
+            )
+            SELECT r.summary_id::text AS id, r.summary FROM slice JOIN report_summaries r USING (summary_id)
+            WHERE slice.upto <= ${SUMMARIES_SLICE_BYTES} OR slice.summary_id = (SELECT min(summary_id) FROM slice)
+            ORDER BY r.summary_id`;
+    const users = new Set(ids.map(Number).filter(Number.isSafeInteger));
+    const turn = new Turns();
+    for (const r of rows) {
+      // A step rewrites up to SUMMARIES_SLICE_BYTES on the main thread: its sockets are read between summaries.
+      const pause = turn.take();
+      if (pause) await pause;
+      let kept: Uint8Array | null;
+      try {
+        kept = withoutUsers(r.summary, j.projectId, users);
+      } catch (err) {
+        // Unreadable, it could never be counted: gone, as the aggregator would drop it.
+        if (!(err instanceof SummaryFormatError)) throw err;
+        log.error({ summaryId: r.id, err: err.message }, 'an unreadable report summary was deleted');
+        kept = null;
+      }
+      if (kept === null) await tx`DELETE FROM report_summaries WHERE summary_id = ${r.id}::bigint`;
+      else if (kept.byteLength !== r.summary.byteLength)
+        await tx`UPDATE report_summaries SET summary = ${Buffer.from(kept)} WHERE summary_id = ${r.id}::bigint`;
+    }
+    return rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
+  }
+  if (s.phase === 'reports') {
+    await tx`DELETE FROM report_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+    await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+    return { phase: 'report_active', day: null };
+  }
+  // report_active: a month of days per step.
+  const days = await tx<{ day: string }[]>`
+    SELECT day::text FROM report_days WHERE project_id = ${j.projectId}
+      ${s.day === null ? tx`` : tx`AND day > ${s.day}::date`}
+    ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
+  for (const { day } of days)
+    await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND day = ${day}::date AND user_id = ANY(${ids}::bigint[])`;
+  return days.length === REPORT_DAYS_SLICE ? { phase: 'report_active', day: days.at(-1)!.day } : null;
+}
