@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connect, type Sql } from '../../src/db/connect.js';
 import { EmbeddedPostgres } from '../../src/db/embedded.js';
-import { migrate } from '../../src/db/migrations.js';
+import { migrate } from '../../src/db/migrate.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 // BENCH_SERVICE_MAIN: another build of the service (an older checkout's dist/src/main.js), to compare builds in one run.

@@ -46,12 +46,22 @@ function wings(s: Shared, closing: () => boolean): Wing[] {
     qualityWing(s),
     reportsWing(s),
     privacyWing(s),
-    operationsWing(s, closing, () => (document ??= openApiDocument(allRoutes(built)))),
+    operationsWing(s, closing, () => (document ??= openApiDocument(allRoutes(built), allSchemas(built)))),
   ];
   return built;
 }
 
 export const allRoutes = (built: readonly Wing[]): Route[] => built.flatMap((w) => w.routes);
+
+function allSchemas(built: readonly Wing[]): Record<string, Record<string, unknown>> {
+  const all: Record<string, Record<string, unknown>> = {};
+  for (const w of built)
+    for (const [name, schema] of Object.entries(w.schemas ?? {})) {
+      if (name in all) throw new Error(`the schema ${name} is declared twice (wing ${w.name})`);
+      all[name] = schema;
+    }
+  return all;
+}
 
 export async function startApp({ config, databaseUrl, adminToken, log }: AppOptions): Promise<App> {
   const db = await openDatabase(databaseUrl, config, log);

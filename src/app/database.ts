@@ -2,7 +2,7 @@
 // trimmed by EVENTS_RETENTION_MONTHS) every hour, its connections watched.
 import type { Config } from '../config.js';
 import { connect, type Sql } from '../db/connect.js';
-import { migrate } from '../db/migrations.js';
+import { migrate } from '../db/migrate.js';
 import { maintainPartitions } from '../db/partitions.js';
 import { watchDatabase } from '../db/watch.js';
 import type { Logger } from '../log.js';

@@ -10,7 +10,7 @@ import { BotResolver } from '../auth/bots.js';
 import { MiniAppSessions } from '../auth/sessions.js';
 import type { Config } from '../config.js';
 import type { Sql } from '../db/connect.js';
-import { schemaReady } from '../db/migrations.js';
+import { schemaReady } from '../db/migrate.js';
 import { LiveHub } from '../http/live.js';
 import { Readiness } from '../http/readiness.js';
 import { Tarpit } from '../http/tarpit.js';

@@ -6,7 +6,7 @@ import { ERRORS } from '../errors.js';
 import { documentedPath, httpMethod, type Route } from '../http/route.js';
 import { DIAGNOSTICS } from '../pipeline/diagnostics.js';
 import { componentHeaders, componentParameters, securitySchemes } from './operations.js';
-import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES, severitiesOf } from './schemas.js';
+import { componentSchemas, DIAGNOSTIC_CODES, ERROR_CODES, type Schema, severitiesOf } from './schemas.js';
 
 const DESCRIPTION = `Ingestion of analytics events from a messenger's mini-apps (the webapp endpoint, \`POST /tg/webapp\`)
 and bot backends (the bot_api endpoint, \`POST /tg\`) into PostgreSQL, and the admin API that provisions projects,
@@ -34,7 +34,8 @@ function paths(routes: readonly Route[]): Record<string, Record<string, unknown>
   return out;
 }
 
-export function openApiDocument(routes: readonly Route[]): Record<string, unknown> {
+/** The document of the routes, and of the component schemas their operations name (besides errors and diagnostics). */
+export function openApiDocument(routes: readonly Route[], schemas: Record<string, Schema>): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -53,7 +54,7 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
     ],
     paths: paths(routes),
     components: {
-      schemas: componentSchemas(),
+      schemas: componentSchemas(schemas),
       headers: componentHeaders(),
       parameters: componentParameters(),
       securitySchemes: securitySchemes(),

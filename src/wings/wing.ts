@@ -32,6 +32,8 @@ import type { GroupCommitWriter } from '../writer/group-commit.js';
 export interface Wing {
   readonly name: string;
   readonly routes: readonly Route[];
+  /** The OpenAPI component schemas its routes' operations name. */
+  readonly schemas?: Record<string, Record<string, unknown>>;
   /** Starts the wing's background jobs; called once every wing is built. */
   start?(): void;
   /** Stops what the wing started; called once requests are drained, wings in reverse order. */

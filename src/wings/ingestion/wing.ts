@@ -8,6 +8,7 @@ import { webappEndpoint } from '../../ingest/webapp.js';
 import { LoopDelay } from '../../limits/loop-delay.js';
 import { LoadShedder } from '../../limits/shedding.js';
 import { TokenBuckets } from '../../limits/token-bucket.js';
+import { ingestionSchemas } from './schemas.js';
 import type { Shared, Wing } from '../wing.js';
 import { ingestionRoutes } from './routes.js';
 
@@ -66,6 +67,7 @@ export function ingestionWing(s: Shared, closing: () => boolean): Wing {
   const backlog = { admitted: () => shedder.admitted(), answered: () => shedder.answered() };
   return {
     name: 'ingestion',
+    schemas: ingestionSchemas(),
     routes: ingestionRoutes({
       botApi,
       webapp: webappUnlessClosing,

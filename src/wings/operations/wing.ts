@@ -6,6 +6,7 @@ import type { Handler, Reply } from '../../http/server.js';
 import { ok } from '../../openapi/admin.js';
 import { json, operation, type OperationSpec } from '../../openapi/operations.js';
 import { ref } from '../../openapi/schemas.js';
+import { operationsSchemas } from './schemas.js';
 import type { Shared, Wing } from '../wing.js';
 
 const op = (spec: Omit<OperationSpec, 'tags' | 'errors'> & { errors?: ErrorCode[] }) =>
@@ -40,6 +41,7 @@ export function operationsWing(s: Shared, closing: () => boolean, document: () =
   const every = { listener: 'every' } as const;
   return {
     name: 'operations',
+    schemas: operationsSchemas(),
     routes: [
       {
         method: 'get',

@@ -2,6 +2,7 @@
 // erasure through `hooks.erasureParts`), suppressions, and a user's data exported.
 import { Eraser } from '../../privacy/eraser.js';
 import { PrivacyStore } from '../../privacy/store.js';
+import { privacySchemas } from './schemas.js';
 import type { Shared, Wing } from '../wing.js';
 import { privacyRoutes } from './routes.js';
 
@@ -18,6 +19,7 @@ export function privacyWing(s: Shared): Wing {
   );
   return {
     name: 'privacy',
+    schemas: privacySchemas(),
     routes: privacyRoutes(s.projects, new PrivacyStore(s.sql), {
       guard: s.guard,
       hooks: s.cacheHooks,

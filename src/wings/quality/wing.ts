@@ -1,6 +1,7 @@
 // Event quality: tracking plans, the quarantine and its replay, and the pruner that keeps the quarantine within its
 // bounds in the background.
 import { QuarantinePruner } from '../../quality/pruner.js';
+import { qualitySchemas } from './schemas.js';
 import type { Shared, Wing } from '../wing.js';
 import { qualityRoutes } from './routes.js';
 
@@ -19,6 +20,7 @@ export function qualityWing(s: Shared): Wing {
   s.hooks.quarantined.push((projectId) => pruner.quarantined(projectId));
   return {
     name: 'quality',
+    schemas: qualitySchemas(),
     routes: qualityRoutes(s.projects, s.quality, {
       guard: s.guard,
       hooks: s.cacheHooks,

@@ -5,6 +5,7 @@ import { reportsErasure } from '../../reports/erasure.js';
 import { ReportStore } from '../../reports/queries.js';
 import type { Shared, Wing } from '../wing.js';
 import { reportsRoutes } from './routes.js';
+import { reportsSchemas } from './schemas.js';
 
 export function reportsWing(s: Shared): Wing {
   const aggregator = new ReportAggregator(
@@ -16,6 +17,7 @@ export function reportsWing(s: Shared): Wing {
   s.hooks.erasureParts.push(reportsErasure(s.log));
   return {
     name: 'reports',
+    schemas: reportsSchemas(),
     routes: reportsRoutes(s.projects, new ReportStore(s.sql), s.guard),
     start: () => aggregator.start(),
     stop: () => aggregator.stop(),

@@ -1,7 +1,7 @@
 // The SQL the writer builds as text, with hostile strings, through a real PostgreSQL: every value
 // comes back as it went in, whatever quotes, backslashes, braces, commas or Unicode it holds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../../src/db/migrations.js';
+import { migrate } from '../../../src/db/migrate.js';
 import { maintainPartitions } from '../../../src/db/partitions.js';
 import { PREPARE_STATEMENTS, sqlArray, updateBotsSql, upsertUsersSql } from '../../../src/writer/statements.js';
 import { WireConnection } from '../../../src/writer/wire.js';
