@@ -2,7 +2,8 @@
 // campaigns, payments and refunds), as on a first start over existing history, then each report is asked for the
 // last 90 days. The reports read the aggregates alone, so their time should not depend on the events behind them.
 import { createLogger } from '../src/log.js';
-import { FOLD_VERSION, ReportAggregator } from '../src/reports/aggregator.js';
+import { ReportAggregator } from '../src/reports/aggregator.js';
+import { FOLD_VERSION } from '../src/reports/fold-sql.js';
 import { ReportStore } from '../src/reports/queries.js';
 import type { Database } from './lib/env.js';
 import { fmt, type Result, type Row } from './lib/report.js';

@@ -6,7 +6,7 @@
 // row at a time (a fresh build packs them to 90%, and the benchmark would then measure the page
 // splits of a table that was just bulk-loaded rather than one that grew). The events are visits of 10 million
 // users, with campaigns, payments and refunds among them, for the reports of reports-50m.
-import { FOLD_VERSION } from '../../src/reports/aggregator.js';
+import { FOLD_VERSION } from '../../src/reports/fold-sql.js';
 import type { Database } from './env.js';
 
 /** Distinct users of the preloaded events: each visit of PER_VISIT events is a user's (reports-50m). */

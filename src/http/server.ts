@@ -3,7 +3,8 @@
 // request object is only valid synchronously, so what a handler needs is copied out first, and
 // nothing a client sent may throw out of a uWS callback (that would end the process).
 import { randomUUID } from 'node:crypto';
-import { ERRORS, HttpError, STATUS_TEXT } from '../errors.js';
+import { HttpError, STATUS_TEXT } from '../errors.js';
+import { BodyIntake, declaredLength } from './body.js';
 import { clientAddress } from './client-address.js';
 import type { BodyBudget } from '../limits/body-budget.js';
 import { Aborted, replyFor } from './replies.js';
@@ -81,12 +82,9 @@ export interface ServerOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const IGNORE = (): void => undefined;
-const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
-
-/** The Content-Length a client declared: null when absent, NaN when not a plain number. */
-function declaredLength(raw: string | undefined): number | null {
-  return raw === undefined ? null : /^\d{1,15}$/.test(raw) ? Number(raw) : Number.NaN;
-}
+/** The answer to a bug (a reply that cannot be serialised, a handler that throws synchronously), from the table. */
+const INTERNAL: Reply = replyFor(new HttpError('internal'));
+const INTERNAL_BODY = JSON.stringify(INTERNAL.body);
 
 /**
  * After an answer that cut a body short: the rest is read and dropped on a kept-alive connection up to twice the
@@ -142,9 +140,7 @@ export class HttpServer {
           err,
         );
         try {
-          res.cork(() =>
-            res.writeStatus('500 Internal Server Error').end('{"error":"internal","message":"Internal error."}', true),
-          );
+          res.cork(() => res.writeStatus(STATUS_TEXT[500]!).end(INTERNAL_BODY, true));
         } catch {
           // already answered or aborted
         }
@@ -191,6 +187,56 @@ export class HttpServer {
     shed?: RouteOptions['shed'],
   ): void {
     const started = performance.now();
+    const req = this.readRequest(res, uReq, paramCount);
+    this.inflight++;
+    // Counted from here, where nothing can throw before `finish` counts it out.
+    shed?.admitted?.();
+    const intake = new BodyIntake(
+      this.opts.bodyBudget,
+      max,
+      req.method,
+      declaredLength(req.headers['content-length']),
+      req.headers['transfer-encoding'] !== undefined,
+    );
+    // Wakes a stream waiting for the client to read, when the client goes away instead.
+    const stream = { aborted: false, wake: null as (() => void) | null };
+    res.onAborted(() => {
+      stream.aborted = true;
+      stream.wake?.();
+      intake.abort(new Aborted('the client went away'));
+    });
+    res.onData((chunk, isLast) => intake.take(chunk, isLast));
+    const finish = (reply: Reply) => {
+      this.inflight--;
+      shed?.answered?.();
+      // Answered before its body ended (refused early, or shed): what is still to come is read and dropped like a
+      // refused body's, never held: it would be taken from the budget and not given back.
+      if (!intake.done) intake.refuse(new Aborted('answered before the body ended'));
+      intake.release();
+      if (this.inflight === 0) this.notifyDrained();
+      if (stream.aborted) return;
+      const send = () =>
+        this.answer(res, req, reply, started, intake.cut && closeAfterCut(intake.declared, max), stream);
+      if (reply.late === true && this.opts.tarpit !== undefined) this.opts.tarpit.hold(send);
+      else send();
+    };
+    let result: Promise<Reply> | Reply;
+    try {
+      result = handler(req, () => intake.body);
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    Promise.resolve(result)
+      .then(finish, (err: unknown) => {
+        const reply = replyFor(err);
+        if (reply.status === 500) this.opts.onError?.(req, err);
+        finish(reply);
+      })
+      .catch((err: unknown) => this.opts.onError?.(req, err));
+  }
+
+  /** What a handler needs of uWS's request, copied out: it is valid only during uWS's callback. */
+  private readRequest(res: HttpResponse, uReq: HttpRequest, paramCount: number): Request {
     const headers: Record<string, string> = {};
     uReq.forEach((k, v) => {
       headers[k] = v;
@@ -198,7 +244,7 @@ export class HttpServer {
     const params: string[] = [];
     for (let i = 0; i < paramCount; i++) params.push(decodeParam(uReq.getParameter(i) ?? ''));
     const sent = headers['x-request-id'];
-    const req: Request = {
+    return {
       method: uReq.getMethod().toUpperCase(),
       path: uReq.getUrl(),
       query: uReq.getQuery() ?? '',
@@ -211,119 +257,29 @@ export class HttpServer {
         this.opts.trustProxy,
       ),
     };
-    this.inflight++;
-    // Counted from here, where nothing can throw before `finish` counts it out.
-    shed?.admitted?.();
+  }
 
-    let aborted = false;
-    let bodyDone = false;
-    let bodyResolve: (b: Buffer) => void = () => undefined;
-    let bodyReject: (e: unknown) => void = () => undefined;
-    const bodyPromise = new Promise<Buffer>((resolve, reject) => {
-      bodyResolve = resolve;
-      bodyReject = reject;
-    });
-    bodyPromise.catch(() => undefined);
-    const budget = this.opts.bodyBudget;
-    // Bytes of this request held against the budget until it is answered.
-    let held = 0;
-    // Memory follows the bytes that arrived, never the Content-Length a client declares: a client
-    // that announces 32 MiB and sends three bytes costs three bytes.
-    let chunks: Buffer[] = [];
-    let size = 0;
-    // A body refused before its end keeps streaming in: closeAfterCut() says what becomes of the rest.
-    let cut = false;
-    const refuse = (err: unknown) => {
-      bodyDone = true;
-      cut = true;
-      chunks = [];
-      bodyReject(err);
-    };
-    // Wakes a stream waiting for the client to read, when the client goes away instead.
-    const streamState = { aborted: false, wake: null as (() => void) | null };
-    res.onAborted(() => {
-      aborted = true;
-      streamState.aborted = true;
-      streamState.wake?.();
-      bodyReject(new Aborted('the client went away'));
-    });
-
-    const tooLarge = () =>
-      new HttpError('payload_too_large', { message: `The body exceeds ${max} bytes.`, details: { maxBytes: max } });
-    const declared = declaredLength(headers['content-length']);
-    if (declared !== null && declared > max) refuse(tooLarge());
-    else if (
-      NO_BODY.has(req.method) ||
-      declared === 0 ||
-      (declared === null && headers['transfer-encoding'] === undefined)
-    ) {
-      // No body follows (or none is read): uWS would never call onData.
-      bodyDone = true;
-      bodyResolve(Buffer.alloc(0));
-    }
-    res.onData((chunk, isLast) => {
-      if (bodyDone) return;
-      const n = chunk.byteLength;
-      if (size + n > max) return refuse(tooLarge());
-      if (!budget.take(n))
-        return refuse(
-          new HttpError('overloaded', {
-            message:
-              'The service is receiving more request data than it holds at once; retry after the delay in Retry-After.',
-            retryAfterS: 1,
-          }),
-        );
-      held += n;
-      // uWS neuters the chunk when this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
-      size += n;
-      if (isLast) {
-        bodyDone = true;
-        bodyResolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-        chunks = [];
-      }
-    });
-
-    const finish = (reply: Reply) => {
-      this.inflight--;
-      shed?.answered?.();
-      // Answered before its body ended (refused early, or shed): what is still to come is read and
-      // dropped like a refused body's, never held: it would be taken from the budget and not given back.
-      if (!bodyDone) refuse(new Aborted('answered before the body ended'));
-      budget.release(held);
-      held = 0;
-      if (this.inflight === 0) this.notifyDrained();
-      if (aborted) return;
-      const send = () => {
-        if (aborted) return;
-        try {
-          // What goes out, which is a 500 when the reply cannot be serialised: that is what onReply reports.
-          const out = this.serialise(req, reply);
-          this.write(res, req, out, cut && closeAfterCut(declared, max));
-          if (out.reply.stream !== undefined) void this.pump(res, req, out.reply.stream, streamState);
-          this.opts.onReply?.(req, out.reply, performance.now() - started);
-        } catch (err) {
-          // Only a bug gets here (the reply is built and serialised above): logged, never thrown
-          // out of a promise callback where it would end the process.
-          this.opts.onError?.(req, err);
-        }
-      };
-      if (reply.late === true && this.opts.tarpit !== undefined) this.opts.tarpit.hold(send);
-      else send();
-    };
-    let result: Promise<Reply> | Reply;
+  /** Sends the reply unless the client left meanwhile (a held reply); `close` ends the connection after it. */
+  private answer(
+    res: HttpResponse,
+    req: Request,
+    reply: Reply,
+    started: number,
+    close: boolean,
+    stream: { aborted: boolean; wake: (() => void) | null },
+  ): void {
+    if (stream.aborted) return;
     try {
-      result = handler(req, () => bodyPromise);
+      // What goes out, which is a 500 when the reply cannot be serialised: that is what onReply reports.
+      const out = this.serialise(req, reply);
+      this.write(res, req, out, close);
+      if (out.reply.stream !== undefined) void this.pump(res, req, out.reply.stream, stream);
+      this.opts.onReply?.(req, out.reply, performance.now() - started);
     } catch (err) {
-      result = Promise.reject(err);
+      // Only a bug gets here (the reply is built and serialised above): logged, never thrown out of a promise
+      // callback where it would end the process.
+      this.opts.onError?.(req, err);
     }
-    Promise.resolve(result)
-      .then(finish, (err: unknown) => {
-        const reply = replyFor(err);
-        if (reply.status === 500) this.opts.onError?.(req, err);
-        finish(reply);
-      })
-      .catch((err: unknown) => this.opts.onError?.(req, err));
   }
 
   /** The reply's body as bytes; a body that cannot be serialised (a cycle, a stack overflow) is this request's 500. */
@@ -338,8 +294,7 @@ export class HttpServer {
       return { reply, body: typeof text === 'string' ? Buffer.from(text) : text };
     } catch (err) {
       this.opts.onError?.(req, err);
-      const failed: Reply = { status: 500, body: { error: 'internal', message: ERRORS.internal.message } };
-      return { reply: failed, body: Buffer.from(JSON.stringify(failed.body)) };
+      return { reply: INTERNAL, body: Buffer.from(INTERNAL_BODY) };
     }
   }
 

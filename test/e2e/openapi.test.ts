@@ -1470,8 +1470,14 @@ describe('docs/', () => {
         named.add(`${m} ${p!.replace(/:(\w+)/g, '{$1}')}`);
     }
     const served = [...operations()].map(([m, p]) => `${m} ${p}`);
-    expect(served.filter((r) => !named.has(r)), 'served, not in docs/').toEqual([]);
-    expect([...named].filter((r) => !served.includes(r)), 'in docs/, not served').toEqual([]);
+    expect(
+      served.filter((r) => !named.has(r)),
+      'served, not in docs/',
+    ).toEqual([]);
+    expect(
+      [...named].filter((r) => !served.includes(r)),
+      'in docs/, not served',
+    ).toEqual([]);
   });
 });
 

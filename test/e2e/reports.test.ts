@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { SummaryWriter, utcDay } from '../../src/pipeline/summary.js';
 import { connect } from '../../src/db/connect.js';
-import { FOLD_VERSION } from '../../src/reports/aggregator.js';
+import { FOLD_VERSION } from '../../src/reports/fold-sql.js';
 import { admin, call, filedUsers, postBotApi, provision, type Provisioned } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
