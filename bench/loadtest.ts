@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadDevKey, signInitData } from '../src/auth/dev-key.js';
-import { readCliEnv, readConfig } from '../src/config.js';
-import { readRuntime } from '../src/data-dir.js';
+import { readCliEnv, readConfig } from '../src/config/config.js';
+import { readRuntime } from '../src/config/data-dir.js';
 import { adminTokenPath } from '../src/admin/admin-token.js';
 import { TOKEN_LIMIT_MAX } from '../src/limits/token-bucket.js';
 import { MAX_ERASURE_USERS } from '../src/privacy/store.js';

@@ -1,7 +1,7 @@
 // A process that answers every request to POST /tg with overload's refusal, for `refusal` (refusal.ts):
 // `front`, the service's HTTP front and load shedder held past their bound; `bare`, uWebSockets.js alone writing the
 // same answer, the floor. Prints its port.
-import { STATUS_TEXT } from '../src/errors.js';
+import { STATUS_TEXT } from '../src/base/errors.js';
 import { replyFor } from '../src/http/replies.js';
 import { HttpServer } from '../src/http/server.js';
 import uws from '../src/http/uws.js';

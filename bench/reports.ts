@@ -1,7 +1,7 @@
 // reports-50m: the report aggregator catches up on the preloaded table of b-large-50m (10 million users, with
 // campaigns, payments and refunds), as on a first start over existing history, then each report is asked for the
 // last 90 days. The reports read the aggregates alone, so their time should not depend on the events behind them.
-import { createLogger } from '../src/log.js';
+import { createLogger } from '../src/base/log.js';
 import { ReportAggregator } from '../src/reports/aggregator.js';
 import { FOLD_VERSION } from '../src/reports/fold-sql.js';
 import { ReportStore } from '../src/reports/queries.js';

@@ -2,11 +2,11 @@
 // signals, and what a newcomer should do next.
 import { loadAdminToken } from './admin/admin-token.js';
 import { type App, startApp } from './app/app.js';
-import { type Config, ConfigError, readConfig } from './config.js';
+import { type Config, ConfigError, readConfig } from './config/config.js';
 import { loadDevKey } from './auth/dev-key.js';
-import { type DataDirLock, lockDataDir, writeRuntime } from './data-dir.js';
+import { type DataDirLock, lockDataDir, writeRuntime } from './config/data-dir.js';
 import { EmbeddedPostgres } from './db/embedded.js';
-import { createLogger } from './log.js';
+import { createLogger } from './base/log.js';
 
 /** The address a local client uses to reach a listener bound to `host`. */
 function localUrl(host: string, port: number): string {

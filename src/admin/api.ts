@@ -1,7 +1,7 @@
 // What every route of the admin API under /admin shares: the admin token's guard (`Authorization: Bearer
 // <ADMIN_TOKEN>`), bodies checked with ajv, ids and pages read from the request, and the hooks that drop local caches.
 import { Ajv, type ValidateFunction } from 'ajv';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { BodyReader, Handler, Request } from '../http/server.js';
 import { TokenBuckets } from '../limits/token-bucket.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../pipeline/decode.js';

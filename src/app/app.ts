@@ -1,11 +1,11 @@
 // The composition of the service: the database, the shared parts (shared.ts), the wings in order, the listeners that
 // serve their routes, and the order of shutdown. A new feature is a new wing in WINGS.
-import type { Config } from '../config.js';
-import { PATHS, routeGroup } from '../endpoints.js';
+import type { Config } from '../config/config.js';
+import { PATHS, routeGroup } from '../base/endpoints.js';
 import { corsHeaders } from '../http/cors.js';
 import { register, type Route } from '../http/route.js';
 import { HttpServer, type Reply, type Request } from '../http/server.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { openApiDocument } from '../openapi/document.js';
 import { adminWing } from '../wings/admin/wing.js';
 import { ingestionWing } from '../wings/ingestion/wing.js';

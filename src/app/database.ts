@@ -1,11 +1,11 @@
 // The database as the service starts on it: reachable, migrated, its partitions kept ahead (and
 // trimmed by EVENTS_RETENTION_MONTHS) every hour, its connections watched.
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { connect, type Sql } from '../db/connect.js';
 import { migrate } from '../db/migrate.js';
 import { maintainPartitions } from '../db/partitions.js';
 import { watchDatabase } from '../db/watch.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export interface Database {
   sql: Sql;

@@ -6,7 +6,7 @@
 // keys that need a lookup is slowed. Past the budget: 429 auth_rate_limited, except for what only this deployment can
 // have issued (an API key carrying its tag): that is looked up all the same, one lookup at a time, so that a valid
 // credential is never refused for a budget its address spent on something else, as a signature that verifies is not.
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 
 /** Where lookups past a budget wait their turn (limits/serial-lane.ts): one at a time, a bounded queue. */
 export interface LookupLane {

@@ -1,8 +1,8 @@
 // initData of a mini-app, checked the messenger's "third-party" way: an Ed25519 signature over
 // "<messengerBotId>:WebAppData\n" + the received fields except hash and signature, as key=value
 // with values decoded exactly as received, sorted by key, joined by newlines.
-import type { ErrorCode } from '../errors.js';
-import type { UserSeen } from '../model.js';
+import type { ErrorCode } from '../base/errors.js';
+import type { UserSeen } from '../base/model.js';
 import { profileText } from '../pipeline/strings.js';
 
 export interface ParsedInitData {

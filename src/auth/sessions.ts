@@ -7,8 +7,8 @@
 // addresses, cannot lock new sessions out); one that fails there is refused 429.
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { HttpError } from '../errors.js';
-import type { UserSeen } from '../model.js';
+import { HttpError } from '../base/errors.js';
+import type { UserSeen } from '../base/model.js';
 import { type FailureBudget, refuseCheaply } from './credential-checks.js';
 import { checkAge, dataCheckString, parseInitData } from './initdata.js';
 

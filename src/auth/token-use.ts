@@ -2,7 +2,7 @@
 // notes are written every TOKEN_USE_FLUSH_MS (a minute), one statement for every token used since, and at
 // shutdown. A crash loses at most that minute of notes, never a request's time.
 import type { Sql } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 
 export const TOKEN_USE_FLUSH_MS = 60_000;
 

@@ -1,6 +1,6 @@
 // Losing and regaining the database, said once each in the log (error, then info), whatever the
 // cause: an outage of a DATABASE_URL server or a restart of the embedded one.
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { Sql } from './connect.js';
 
 export function watchDatabase(sql: Sql, log: Logger, everyMs = 1000): () => void {

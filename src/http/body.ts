@@ -1,7 +1,7 @@
 // A request's body as it arrives: held against the size bound and the budget shared by every request, and handed to
 // the handler whole. Memory follows the bytes that arrived, never the Content-Length a client declares: a client that
 // announces 32 MiB and sends three bytes costs three bytes.
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { BodyBudget } from '../limits/body-budget.js';
 
 const NO_BODY = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
@@ -53,8 +53,8 @@ export class BodyIntake {
   take(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.done) return;
     const n = chunk.byteLength;
-    if (this.size + n > this.max) return this.refuse(this.tooLarge());
-    if (!this.budget.take(n)) return this.refuse(BUDGET_SPENT);
+    if (this.size + n > this.max) return void this.refuse(this.tooLarge());
+    if (!this.budget.take(n)) return void this.refuse(BUDGET_SPENT);
     this.held += n;
     // uWS neuters the chunk when its callback returns: copied.
     this.chunks.push(Buffer.from(new Uint8Array(chunk)));

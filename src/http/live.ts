@@ -4,7 +4,7 @@
 // viewer (each message says how many were skipped since the one before). It costs nothing when
 // nobody watches: the pipeline describes events only for projects that have a viewer, and only as
 // many as the viewers can still take this second. Each instance shows the events it answers.
-import type { Channel } from '../model.js';
+import type { Channel } from '../base/model.js';
 import type { LiveEvent } from '../pipeline/batch.js';
 import { clientAddress } from './client-address.js';
 import { parseUuid } from '../pipeline/ids.js';

@@ -1,7 +1,7 @@
 // The one place where failures become answers: HTTP refusals as they are, and the domain errors of
 // the pipeline (quota, worker pool, credential lookups, the writer) mapped to codes of the error table.
 import { LookupFailed } from '../cache/refreshing-cache.js';
-import { ERRORS, HttpError } from '../errors.js';
+import { ERRORS, HttpError } from '../base/errors.js';
 import { PoolOverloaded, TaskFailed } from '../worker/errors.js';
 import { QuotaRefusal } from '../limits/quota.js';
 import { WriteError } from '../writer/sink.js';

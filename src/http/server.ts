@@ -3,7 +3,7 @@
 // request object is only valid synchronously, so what a handler needs is copied out first, and
 // nothing a client sent may throw out of a uWS callback (that would end the process).
 import { randomUUID } from 'node:crypto';
-import { HttpError, STATUS_TEXT } from '../errors.js';
+import { HttpError, STATUS_TEXT } from '../base/errors.js';
 import { BodyIntake, declaredLength } from './body.js';
 import { clientAddress } from './client-address.js';
 import type { BodyBudget } from '../limits/body-budget.js';

@@ -4,7 +4,7 @@
 import type { TokenUse } from '../auth/token-use.js';
 import type { TokenResolver } from '../auth/api-tokens.js';
 import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { Handler } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { SerialLane } from '../limits/serial-lane.js';

@@ -1,10 +1,10 @@
 // The last stage both endpoints share: reserve quota, hand the rows to the sink, and answer 202
 // only once they are committed.
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { DerivedBytes } from '../limits/body-budget.js';
 import type { Reply } from '../http/server.js';
 import type { Quota } from '../limits/quota.js';
-import type { Channel } from '../model.js';
+import type { Channel } from '../base/model.js';
 import type { BatchResult } from '../pipeline/batch.js';
 import { MAX_DIAGNOSTICS } from '../pipeline/diagnostics.js';
 import type { QuarantineBudget } from '../quality/quarantine-budget.js';

@@ -1,5 +1,5 @@
 // Request headers both endpoints check before any body work.
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { Request } from '../http/server.js';
 
 /** True for gzip; 415 for an encoding we do not decode. */

@@ -7,7 +7,7 @@
 import type { BotResolver } from '../auth/bots.js';
 import { refuseCheaply, resolveCredential } from '../auth/credential-checks.js';
 import type { MiniAppSessions } from '../auth/sessions.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import type { Handler, Reply } from '../http/server.js';
 import type { AuthFailures } from '../limits/auth-failures.js';
 import type { TokenBuckets } from '../limits/token-bucket.js';

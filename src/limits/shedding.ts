@@ -27,7 +27,7 @@
 // the growth, requests waiting LONG_WAIT_MS for LONG_WAIT_FOR_MS are shed: no client's connections excuse that.
 // Who is shed: a project known from memory that holds less than an equal share of the request data in hand is let in
 // even then, so that one tenant's backlog (heavy batches, a commit redone) sheds that tenant first, not its neighbours.
-import { HttpError } from '../errors.js';
+import { HttpError } from '../base/errors.js';
 import { Backlog } from './backlog.js';
 
 const ENTER_MS = 100;

@@ -3,7 +3,7 @@
 // time, so a process nobody scrapes pays for almost nothing. Process and Node.js metrics carry
 // their standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …).
 import client from 'prom-client';
-import { type Endpoint, ENDPOINTS, ROUTE_GROUPS, type RouteGroup } from '../endpoints.js';
+import { type Endpoint, ENDPOINTS, ROUTE_GROUPS, type RouteGroup } from '../base/endpoints.js';
 import { DIAGNOSTICS, type DiagnosticCounts, PLAN_CODES } from '../pipeline/diagnostics.js';
 
 export type Outcome = 'accepted' | 'rejected' | 'duplicated' | 'stored' | 'stored_not_billed' | 'redelivered';

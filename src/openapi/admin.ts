@@ -1,6 +1,6 @@
 // The admin API's operations: every one needs the admin token and may answer 401, 429 `auth_rate_limited` and 500;
 // one with a body also 400 and 413, one with an id in its path also 404.
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../base/errors.js';
 import { json, type Obj, operation, type OperationSpec, param } from './operations.js';
 import { ref } from './schemas.js';
 

@@ -1,8 +1,8 @@
 // The OpenAPI 3.1 document served at GET /openapi.json. It is assembled from the code's own tables: the
-// operations the wings declare beside their routes (src/wings/*/), error codes and statuses from src/errors.ts, diagnostic codes and severities from
+// operations the wings declare beside their routes (src/wings/*/), error codes and statuses from src/base/errors.ts, diagnostic codes and severities from
 // src/pipeline/diagnostics.ts, limits and patterns from the pipeline; test/e2e/openapi.test.ts
 // checks real responses of the running service against it.
-import { ERRORS } from '../errors.js';
+import { ERRORS } from '../base/errors.js';
 import { documentedPath, httpMethod, type Route } from '../http/route.js';
 import { DIAGNOSTICS } from '../pipeline/diagnostics.js';
 import { componentHeaders, componentParameters, securitySchemes } from './operations.js';

@@ -1,7 +1,7 @@
 // Builders for operations, responses, headers and parameters. An operation names the error codes it
 // can answer with; their statuses, bodies and descriptions come from the error table, so a code
 // that moves to another status moves in the document too.
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { ERRORS, type ErrorCode } from '../base/errors.js';
 import { errorSchemaName, ref, type Schema } from './schemas.js';
 
 export type Obj = Record<string, unknown>;

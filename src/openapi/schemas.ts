@@ -1,8 +1,8 @@
 // JSON Schema 2020-12 component schemas of the OpenAPI document: the builders the wings' schemas use, and the
-// schemas of errors and diagnostics, whose enums are read from their tables (src/errors.ts,
+// schemas of errors and diagnostics, whose enums are read from their tables (src/base/errors.ts,
 // src/pipeline/diagnostics.ts), so the document follows the code when either changes. Each wing declares the
 // schemas of its own bodies (src/wings/*/schemas.ts), with limits and patterns from the pipeline's own constants.
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { ERRORS, type ErrorCode } from '../base/errors.js';
 import {
   DIAGNOSTICS,
   MAX_DIAGNOSTICS,

@@ -1,8 +1,8 @@
 // One request's events, from parsed JSON to COPY-ready rows, counts and diagnostics.
 // Pure: the same function runs in a worker, on the main thread and in unit tests.
 import { isSuppressed } from './suppressed.js';
-import type { Refusal } from '../errors.js';
-import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../model.js';
+import type { Refusal } from '../base/errors.js';
+import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../base/model.js';
 import type { StoredBatch } from '../writer/sink.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
 import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';

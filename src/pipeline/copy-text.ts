@@ -1,6 +1,6 @@
 // Encoding of events rows in PostgreSQL's COPY text format. Workers produce these bytes so the
 // main thread only forwards them to the database.
-import type { Channel } from '../model.js';
+import type { Channel } from '../base/model.js';
 import type { NormalizedEvent } from './event.js';
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;

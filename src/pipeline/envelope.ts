@@ -2,7 +2,7 @@
 // read before anything about its sender is known. A body of at most `prefixBytes` (decompressed)
 // is parsed whole; of a longer one only its first `prefixBytes` are looked at, so botId and auth
 // must come before events there (as every client of ours sends them). Pure: runs in a worker.
-import type { Refusal } from '../errors.js';
+import type { Refusal } from '../base/errors.js';
 import { type BodyLimits, tooDeep } from './decode.js';
 import { parseUuid } from './ids.js';
 import { deeperThan, isObject } from './json.js';

@@ -1,6 +1,6 @@
 // Validation and repair of one event: a pure function of (event, mode) → (normalized event | null,
 // diagnostics). It runs unchanged in a worker, on the main thread and in unit tests.
-import type { Endpoint } from '../endpoints.js';
+import type { Endpoint } from '../base/endpoints.js';
 import { normalizeDate } from './dates.js';
 import type { DiagnosticSink } from './diagnostics.js';
 import { isUserId } from './ids.js';

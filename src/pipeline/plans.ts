@@ -5,7 +5,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
-import type { Endpoint } from '../endpoints.js';
+import type { Endpoint } from '../base/endpoints.js';
 import type { DiagnosticSink, Severity } from './diagnostics.js';
 import type { NormalizedEvent } from './event.js';
 

@@ -1,5 +1,5 @@
 // Who a person or a bot is: users[] profiles and the bot snapshot of bot_api requests.
-import type { BotSnapshot, UserSeen } from '../model.js';
+import type { BotSnapshot, UserSeen } from '../base/model.js';
 import type { DiagnosticSink } from './diagnostics.js';
 import { messengerId } from './ids.js';
 import { isObject } from './json.js';

@@ -8,7 +8,7 @@
 // ingestion beside it would otherwise lose.
 import type { Sql, Tx } from '../db/connect.js';
 import type { ErasurePart, ErasureStep } from '../db/erasure.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { USER_IN_QUARANTINE } from './store.js';
 
 const LOCK_KEY = 7_240_311_913;

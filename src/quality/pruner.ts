@@ -3,7 +3,7 @@
 // prune after start counts every project and later ones only those (counting the whole
 // quarantine costs PostgreSQL ~75 ms per million rows, every time). Projects not yet pruned, because
 // another instance held the prune lock or the prune failed, wait for the next one.
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import type { QualityStore } from './store.js';
 
 export interface PruneOptions {

@@ -4,7 +4,7 @@
 // duplicated and leave too; the others stay with their new reasons. A dry run changes nothing.
 import type { QualityStore, QuarantineFilter, QuarantineRow } from './store.js';
 import type { Sql } from '../db/connect.js';
-import type { Channel } from '../model.js';
+import type { Channel } from '../base/model.js';
 import type { BatchContext, Rechecked } from '../pipeline/batch.js';
 import type { Diagnostic } from '../pipeline/diagnostics.js';
 import type { EventSink, WriteOutcome } from '../writer/sink.js';

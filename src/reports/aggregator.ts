@@ -6,9 +6,9 @@
 // REPORTS_LAG_MS must exceed WRITE_TIMEOUT_MS (a request's longest wait before its transaction begins).
 import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { SummaryFormatError } from '../pipeline/summary.js';
-import { Turns } from '../turns.js';
+import { Turns } from '../base/turns.js';
 import { FiledUsers } from './filed-users.js';
 import { Every } from './every.js';
 import { FOLD_EVENTS, FOLD_SUMMARIES, FOLD_VERSION, SUMMARIZE } from './fold-sql.js';

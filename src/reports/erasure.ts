@@ -3,9 +3,9 @@
 import type { ErasureJob, ErasurePart, ErasureStep } from '../db/erasure.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Tx } from '../db/connect.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../base/log.js';
 import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
-import { Turns } from '../turns.js';
+import { Turns } from '../base/turns.js';
 
 /** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
 const SUMMARIES_SLICE = 256;

@@ -3,7 +3,7 @@
 // those naming a campaign also by it, with the first and last time they were received; payments and refunds stay
 // one row each, to be read again by id.
 import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
-import { Turns } from '../turns.js';
+import { Turns } from '../base/turns.js';
 import { type FiledUsers, MAX_DAYS } from './filed-users.js';
 
 /** The fold's base rows as parallel arrays (the unnest() parameters of the fold). */

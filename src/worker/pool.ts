@@ -13,7 +13,7 @@
 import { Piscina } from 'piscina';
 import { PoolOverloaded, TaskFailed } from './errors.js';
 import { InlineQueue, UNAUTHENTICATED_MAX_WAIT_MS } from './inline-queue.js';
-import type { UserSeen } from '../model.js';
+import type { UserSeen } from '../base/model.js';
 import { type BatchContext, type BatchOutcome, processWebappBatch } from '../pipeline/batch.js';
 import { type BodyLimits, decodeJson } from '../pipeline/decode.js';
 import { type EnvelopeOutcome, readWebappEnvelope, type WebappEnvelope } from '../pipeline/envelope.js';

@@ -2,7 +2,7 @@
 // Runs in a worker or, for small bodies, inline on the main thread: the same code either way.
 // Every task runs in its own try: a throw answers its own request, never the others of a group.
 import { verifySignature } from './ed25519.js';
-import type { UserSeen } from '../model.js';
+import type { UserSeen } from '../base/model.js';
 import {
   type BatchContext,
   type BatchOutcome,

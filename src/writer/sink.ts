@@ -1,6 +1,6 @@
 // What the ingestion stage hands its rows to: a sink that commits them and says what was stored.
 // The group-commit writer is the real one; tests of the stages before it can use anything else.
-import type { ActionRef, BotSnapshot, UserSeen } from '../model.js';
+import type { ActionRef, BotSnapshot, UserSeen } from '../base/model.js';
 
 /** Where a request's rows come from and go. */
 export interface WriteTarget {

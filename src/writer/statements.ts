@@ -2,7 +2,7 @@
 // whole arrays (one statement per batch, not per request) and touches rows in key order, so two
 // writer connections never deadlock on them. Values travel as array literals: each is escaped
 // for the array syntax and then for the string literal (standard_conforming_strings is on).
-import type { BotSnapshot, UserSeen } from '../model.js';
+import type { BotSnapshot, UserSeen } from '../base/model.js';
 import { EVENT_COLUMNS, QUARANTINE_COLUMNS } from './columns.js';
 
 const COLS = EVENT_COLUMNS.join(', ');

@@ -1,7 +1,7 @@
 // Which user rows a group commit writes: profiles, and a bare sighting for every other user seen,
 // skipping what was written within the last minute (last_seen has minute resolution) and merging
 // what several requests of the batch say about one user.
-import type { UserSeen } from '../model.js';
+import type { UserSeen } from '../base/model.js';
 import { RecentProfiles } from './recent-profiles.js';
 import { RecentSightings } from './recent-sightings.js';
 import type { WriteRequest } from './sink.js';

@@ -5,8 +5,8 @@ import { createHook } from 'node:async_hooks';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/app.js';
-import { readConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { readConfig } from '../../src/config/config.js';
+import { createLogger } from '../../src/base/log.js';
 
 const { startApp } = (await import(
   new URL('../../dist/src/app/app.js', import.meta.url).href

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MESSENGER_TEST_KEY } from '../../src/config.js';
+import { MESSENGER_TEST_KEY } from '../../src/config/config.js';
 import { admin, call, provision, type Provisioned, type Res } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner, type InitDataOptions } from '../helpers/initdata.js';

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, MESSENGER_PRODUCTION_KEY, readConfig } from '../../src/config.js';
+import { ConfigError, MESSENGER_PRODUCTION_KEY, readConfig } from '../../src/config/config.js';
 
 describe('readConfig', () => {
   it('trusts a development key file named by INITDATA_DEV_KEY_FILE, with or without DATABASE_URL', () => {

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ERRORS } from '../../src/errors.js';
+import { ERRORS } from '../../src/base/errors.js';
 import { Metrics } from '../../src/metrics/metrics.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
@@ -72,7 +72,7 @@ function compare(documented: Map<string, string>, code: Record<string, string>) 
 const clean = { missing: [], unknown: [], wrong: [] };
 
 describe('docs/api.md', () => {
-  it('lists every error code of src/errors.ts with its status, and no other', () => {
+  it('lists every error code of src/base/errors.ts with its status, and no other', () => {
     const documented = codeTable(section(api, '## Error codes'));
     expect(documented.size).toBeGreaterThan(0);
     expect(
@@ -133,8 +133,8 @@ describe('docs/api.md', () => {
 });
 
 describe('README.md and docs/operations.md', () => {
-  it('documents every environment variable src/config.ts reads, and no other', () => {
-    const source = read('src/config.ts');
+  it('documents every environment variable src/config/config.ts reads, and no other', () => {
+    const source = read('src/config/config.ts');
     // The literal names passed to the readers: raw(env, 'X'), integer(env, 'X', …), flag(env, 'X'), ….
     const read_ = new Set(
       [...source.matchAll(/\b(?:raw|integer|positiveNumber|flag|hostName)\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map(
@@ -324,7 +324,7 @@ describe('docs/threat-model.md', () => {
 
 describe('README.md and docs/: every variable named is real', () => {
   it('names only settings the service, the CLI, the tests or the benchmarks read', () => {
-    const readers = ['src/config.ts', ...['bench', 'test', 'scripts'].flatMap((d) => listFiles(d))]
+    const readers = ['src/config/config.ts', ...['bench', 'test', 'scripts'].flatMap((d) => listFiles(d))]
       .map(read)
       .join('\n');
     const real = new Set([

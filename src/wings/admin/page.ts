@@ -1,6 +1,6 @@
 // The admin page, its files, and the live view's WebSocket: what a person signed in with the admin token looks at.
 import { PAGE_ASSETS, pageReplies } from '../../admin/page.js';
-import { PATHS } from '../../endpoints.js';
+import { PATHS } from '../../base/endpoints.js';
 import type { LiveHub } from '../../http/live.js';
 import type { Route } from '../../http/route.js';
 import { operation, type OperationSpec } from '../../openapi/operations.js';

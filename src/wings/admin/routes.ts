@@ -2,7 +2,7 @@
 import { type AdminGuard, type AdminHooks, ajv, found, id, jsonBody } from '../../admin/api.js';
 import { ADMIN_BODIES } from '../../admin/bodies.js';
 import type { AdminStore, TokenLimits } from '../../admin/store.js';
-import { HttpError } from '../../errors.js';
+import { HttpError } from '../../base/errors.js';
 import type { Route } from '../../http/route.js';
 import type { Reply } from '../../http/server.js';
 import { adminOp, list, ok } from '../../openapi/admin.js';

@@ -1,7 +1,7 @@
 // The ingestion endpoints on the public listener, each with its OpenAPI operations: bot_api (`POST /tg`, alias
 // `/messenger`) and webapp (`POST /tg/webapp`, alias `/messenger/webapp`, with its CORS preflight).
-import { PATHS } from '../../endpoints.js';
-import type { ErrorCode } from '../../errors.js';
+import { PATHS } from '../../base/endpoints.js';
+import type { ErrorCode } from '../../base/errors.js';
 import { corsPreflight } from '../../http/cors.js';
 import type { Route } from '../../http/route.js';
 import type { Handler, RouteOptions } from '../../http/server.js';

@@ -1,6 +1,6 @@
 // Ingestion: the bot_api and webapp endpoints, the load shedder in front of them and the record of when each token
 // was last used.
-import { HttpError } from '../../errors.js';
+import { HttpError } from '../../base/errors.js';
 import { TokenUse } from '../../auth/token-use.js';
 import type { Handler } from '../../http/server.js';
 import { botApiEndpoint } from '../../ingest/bot-api.js';

@@ -1,7 +1,7 @@
 // Operations: the probes, the Prometheus metrics, the OpenAPI document, where to go from the bare address, and the
 // 404 of every path no route answers (registered last).
-import { PATHS } from '../../endpoints.js';
-import type { ErrorCode } from '../../errors.js';
+import { PATHS } from '../../base/endpoints.js';
+import type { ErrorCode } from '../../base/errors.js';
 import type { Handler, Reply } from '../../http/server.js';
 import { ok } from '../../openapi/admin.js';
 import { json, operation, type OperationSpec } from '../../openapi/operations.js';

@@ -3,7 +3,7 @@ import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody
 import { ADMIN_BODIES } from '../../admin/bodies.js';
 import type { AdminStore } from '../../admin/store.js';
 import type { Sql } from '../../db/connect.js';
-import { HttpError } from '../../errors.js';
+import { HttpError } from '../../base/errors.js';
 import type { Route } from '../../http/route.js';
 import type { Request } from '../../http/server.js';
 import { adminOp, limitQuery, ok, query } from '../../openapi/admin.js';

@@ -2,7 +2,7 @@
 import { type AdminGuard, type AdminHooks, ajv, existingProject, found, jsonBody, pageLimit } from '../../admin/api.js';
 import { ADMIN_BODIES } from '../../admin/bodies.js';
 import type { AdminStore } from '../../admin/store.js';
-import { HttpError } from '../../errors.js';
+import { HttpError } from '../../base/errors.js';
 import type { Route } from '../../http/route.js';
 import type { Request } from '../../http/server.js';
 import { adminOp, limitQuery, list, ok, query } from '../../openapi/admin.js';

@@ -1,7 +1,7 @@
 // The component schemas of event quality: tracking plans, the quarantine, replay, and the live view's messages
 // (src/http/live.ts).
 import { ADMIN_BODIES, PLAN_FIELDS } from '../../admin/bodies.js';
-import { ENDPOINTS } from '../../endpoints.js';
+import { ENDPOINTS } from '../../base/endpoints.js';
 import { QUARANTINE_EVENT_BYTES } from '../../pipeline/batch.js';
 import { MAX_EVENT_DIAGNOSTICS } from '../../pipeline/diagnostics.js';
 import { USER_ID_PATTERN } from '../../pipeline/ids.js';

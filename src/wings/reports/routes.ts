@@ -1,7 +1,7 @@
 // The reports' routes: daily activity, revenue and campaigns, as JSON or (`?format=csv`) the same numbers as CSV.
 import { type AdminGuard, existingProject, pageLimit } from '../../admin/api.js';
 import type { AdminStore } from '../../admin/store.js';
-import { HttpError } from '../../errors.js';
+import { HttpError } from '../../base/errors.js';
 import type { Route } from '../../http/route.js';
 import type { Reply, Request } from '../../http/server.js';
 import { adminOp, list, query } from '../../openapi/admin.js';

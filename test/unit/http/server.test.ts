@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpError } from '../../../src/errors.js';
+import { HttpError } from '../../../src/base/errors.js';
 import { BodyBudget } from '../../../src/limits/body-budget.js';
 import { HttpServer } from '../../../src/http/server.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../../src/errors.js';
+import { HttpError } from '../../../src/base/errors.js';
 import { SerialLane } from '../../../src/limits/serial-lane.js';
 
 const full = () => new HttpError('overloaded', { retryAfterS: 1 });

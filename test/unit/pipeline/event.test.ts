@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DiagnosticSink } from '../../../src/pipeline/diagnostics.js';
-import type { Endpoint } from '../../../src/endpoints.js';
+import type { Endpoint } from '../../../src/base/endpoints.js';
 import { normalizeEvent } from '../../../src/pipeline/event.js';
 
 const ID = '0b6f3a8e-5c1d-4e2a-9f7b-1c2d3e4f5a6b';

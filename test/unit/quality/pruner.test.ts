@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { QuarantinePruner } from '../../../src/quality/pruner.js';
 import type { QualityStore } from '../../../src/quality/store.js';
-import type { Logger } from '../../../src/log.js';
+import type { Logger } from '../../../src/base/log.js';
 
 /** A store that records which projects each prune was asked to count, and answers as told. */
 function store(answers: (number | null | Error)[]) {

@@ -1,7 +1,7 @@
 // Structured JSON logs. Secrets never reach a log line: handlers log ids and codes, never tokens,
 // initData or event payloads, and the paths below are redacted should an object carry them.
 import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+import type { LogLevel } from '../config/config.js';
 
 export type { Logger };
 
