@@ -1,7 +1,7 @@
 # The whole set-up: `make run` starts the service, `make test` runs the suite. Both install what they
 # need first: npm dependencies when node_modules is missing or older than the lockfile, and for the
-# tests Debian's chromium (browser tests), nginx (load-balancer tests), and patroni, etcd, haproxy and
-# PostgreSQL 15 (failover tests) when they are missing.
+# tests Debian's chromium (browser tests), nginx (load-balancer tests), systemd (the unit in deploy/
+# is verified), and patroni, etcd, haproxy and PostgreSQL 15 (failover tests) when they are missing.
 .PHONY: run test build check bench install system-deps clean
 
 STAMP := node_modules/.installed
@@ -39,7 +39,7 @@ check: $(BUILT)
 
 # The browser, load-balancer and failover tests drive real programs from Debian's packages.
 system-deps:
-	@sh scripts/system-deps.sh chromium nginx patroni etcd-server:etcd haproxy \
+	@sh scripts/system-deps.sh chromium nginx patroni etcd-server:etcd haproxy systemd:systemd-analyze \
 		postgresql-15:/usr/lib/postgresql/15/bin/postgres
 
 # The whole suite on the embedded PostgreSQL 18, then its non-solo files again on Debian's 15, the oldest supported.

@@ -3,10 +3,11 @@
 // running service's own note in DATA_DIR, else http://127.0.0.1:$PORT.
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { loadDevKey, signInitData } from '../auth/dev-key.js';
 import { readCliEnv } from '../config/config.js';
-import { readRuntime } from '../config/data-dir.js';
+import { DataDirInUse, lockDataDir, readRuntime } from '../config/data-dir.js';
+import { BackupError, backup, restore } from '../db/backup.js';
 import { SERVICE_DATABASE, SERVICE_ROLE } from '../db/embedded.js';
 import { adminTokenPath } from './admin-token.js';
 import { renderTable } from './table.js';
@@ -53,6 +54,10 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               webapp endpoint (the service trusts that key with the
                                               embedded database, or with INITDATA_DEV_KEY_FILE)
   db                                          a psql-ready connection string for the embedded database
+  backup <dir>                                a consistent backup of the embedded database (and DATA_DIR's
+                                              passwords, admin token and development key) while it runs
+  restore <dir>                               a backup into DATA_DIR, which must hold no database yet; the
+                                              service started there opens the data as the backup left it
 
 Every command prints JSON; --table prints a table instead.
 The running service is found through DATA_DIR (default ./.data), where it notes its address.
@@ -384,6 +389,36 @@ async function exportUser(env: CliEnv, token: string, r: { method: string; path:
   return 0;
 }
 
+/** `backup <dir>` of the running embedded database; `restore <dir>` into a DATA_DIR without one. */
+async function backupOrRestore(env: CliEnv, argv: string[]): Promise<number> {
+  const dir = need(argv[1], 'the backup directory');
+  if (argv.length > 2) throw new UsageError(`${argv[0]} takes one directory`);
+  if (env.databaseUrl !== null)
+    throw new UsageError(
+      `${argv[0]} is for the embedded database; with DATABASE_URL, back up your PostgreSQL with its own tools (pg_basebackup, pg_dump)`,
+    );
+  try {
+    if (argv[0] === 'backup') {
+      const manifest = await backup(env.dataDir, resolve(dir));
+      process.stdout.write(`${JSON.stringify({ backup: resolve(dir), ...manifest }, null, 2)}\n`);
+      return 0;
+    }
+    // Held while it copies: no service may start on a half-restored DATA_DIR.
+    const lock = lockDataDir(env.dataDir);
+    try {
+      const manifest = restore(resolve(dir), env.dataDir);
+      process.stdout.write(`${JSON.stringify({ restoredInto: resolve(env.dataDir), ...manifest }, null, 2)}\n`);
+    } finally {
+      lock.release();
+    }
+    return 0;
+  } catch (err) {
+    if (!(err instanceof BackupError) && !(err instanceof DataDirInUse)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return 1;
+  }
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
@@ -397,6 +432,7 @@ async function main(): Promise<number> {
       process.stdout.write(`${databaseUrl(env)}\n`);
       return 0;
     }
+    if (argv[0] === 'backup' || argv[0] === 'restore') return await backupOrRestore(env, argv);
     if (argv[0] === 'initdata') return await initData(env, adminToken(env), argv);
     if (argv[0] === 'user' && argv[1] === 'export') return await exportUser(env, adminToken(env), plan(argv));
     const r = plan(argv);
