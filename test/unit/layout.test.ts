@@ -91,4 +91,44 @@ describe('src/ layout', () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it('the admin page: its modules import one another without a cycle, and only admin.js does anything at import', () => {
+    const dir = join(SRC, 'admin', 'page');
+    const modules = readdirSync(dir).filter((n) => n.endsWith('.js') && n !== 'uplot.js');
+    const imports = new Map(
+      modules.map((m) => [
+        m,
+        [...readFileSync(join(dir, m), 'utf8').matchAll(/^import [^'"]*from '\.\/([a-z-]+\.js)'/gm)]
+          .map((i) => i[1]!)
+          .filter((t) => t !== 'uplot.js'),
+      ]),
+    );
+    // Depth-first: a module met again while its own imports are being walked closes a cycle.
+    const cycles: string[] = [];
+    const state = new Map<string, 'walking' | 'done'>();
+    const walk = (m: string, path: string[]) => {
+      if (state.get(m) === 'done') return;
+      if (state.get(m) === 'walking') return void cycles.push([...path.slice(path.indexOf(m)), m].join(' → '));
+      state.set(m, 'walking');
+      for (const t of imports.get(m) ?? []) walk(t, [...path, m]);
+      state.set(m, 'done');
+    };
+    for (const m of modules) walk(m, []);
+    expect(cycles).toEqual([]);
+    // What runs at import is what stands outside every function: no listener, timer, request or drawing there.
+    const atImport = (text: string) => {
+      const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '').replace(/'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`/g, "''");
+      let depth = 0;
+      let top = '';
+      for (const c of code) {
+        if (c === '{') depth++;
+        else if (c === '}') depth--;
+        else if (depth === 0) top += c;
+      }
+      return top;
+    };
+    const acting = /addEventListener|(?<!function )confirmable\(|ResizeObserver|setTimeout\(|setInterval\(|fetch\(/;
+    const eager = modules.filter((m) => m !== 'admin.js' && acting.test(atImport(readFileSync(join(dir, m), 'utf8'))));
+    expect(eager).toEqual([]);
+  });
 });

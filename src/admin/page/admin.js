@@ -1,21 +1,39 @@
 // @ts-check
-// The admin page, its entry: empty views to start from, then the stored sign-in. Every section is a
-// module of its own (core, api, signin, projects, bots, tokens, confirm, plan, quarantine, live, counts, reports,
-// privacy),
-// type-checked by tsconfig.page.json; data reaches the DOM through textContent and setAttribute only.
+// The admin page, its entry: each view attaches its listeners (nothing does at import), starts empty, and then the
+// stored sign-in is tried. The modules import only downwards: admin → signin → projects → the views (bots, tokens,
+// counts, live, plan, quarantine, reports, privacy) → usage, confirm, format → api → core. Type-checked strictly by
+// tsconfig.page.json; data reaches the DOM through textContent and setAttribute only.
 import { $, STORAGE_KEY } from './core.js';
-import { ApiError, describe } from './api.js';
-import { showLoginError, signIn, signOut } from './signin.js';
-import { resetPlan } from './plan.js';
-import { resetQuarantine } from './quarantine.js';
-import { resetWatch } from './live.js';
-import { resetReports } from './reports.js';
+import { ApiError, describe, signOut } from './api.js';
+import { startBots } from './bots.js';
+import { startCounts } from './counts.js';
+import { resetWatch, startLiveView } from './live.js';
+import { resetPlan, startPlan } from './plan.js';
+import { resetPrivacy, startPrivacy } from './privacy.js';
+import { startProjects } from './projects.js';
+import { resetQuarantine, startQuarantine } from './quarantine.js';
+import { resetReports, startReports } from './reports.js';
+import { showLoginError, signIn, startSignIn } from './signin.js';
+import { startTokens } from './tokens.js';
+
+// In the order a sign-out reaches them: the refresh loop and the stream first, the sign-in form last.
+startCounts();
+startLiveView();
+startQuarantine();
+startPlan();
+startTokens();
+startBots();
+startProjects();
+startReports();
+startPrivacy();
+startSignIn();
 
 // Empty views to start from: their handlers can then assume a state.
 resetPlan();
 resetQuarantine();
 resetWatch();
 resetReports();
+resetPrivacy();
 
 (async () => {
   const token = sessionStorage.getItem(STORAGE_KEY);

@@ -1,9 +1,15 @@
 // @ts-check
-// The admin page: its one way to the admin API, what an error says, the flash area.
+// The admin page's one way to the admin API, signed in with the token this tab holds: requests, what an error says,
+// the flash area, and signing out, which every view that holds something of the session hooks into (onSignOut).
 import { $, STORAGE_KEY } from './core.js';
-import { signOut } from './signin.js';
 
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} code
+   * @param {string} message
+   * @param {Record<string, any> | null} [details]
+   */
   constructor(status, code, message, details) {
     super(message);
     this.status = status;
@@ -13,7 +19,17 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * One call of the admin API; its answer's JSON (null when empty). Typed loosely, as `$`: each caller knows the shape
+ * of the route it calls.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @param {string | null} [token]
+ * @returns {Promise<any>}
+ */
 export async function api(method, path, body, token = sessionStorage.getItem(STORAGE_KEY)) {
+  /** @type {Record<string, string>} */
   const headers = { authorization: `Bearer ${token ?? ''}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res;
@@ -43,7 +59,14 @@ export async function api(method, path, body, token = sessionStorage.getItem(STO
   return data;
 }
 
-/** Runs an action with its button disabled; reports errors in the flash area (or `onError`). */
+/**
+ * Runs an action with its button disabled; reports errors in the flash area (or `onError`).
+ * @template T
+ * @param {HTMLButtonElement | null | undefined} button
+ * @param {() => Promise<T>} work
+ * @param {(err: unknown) => void} [onError]
+ * @returns {Promise<T | undefined>}
+ */
 export async function busy(button, work, onError) {
   if (button) button.disabled = true;
   try {
@@ -58,17 +81,37 @@ export async function busy(button, work, onError) {
   }
 }
 
+/** @type {Record<string, string>} */
 const CODE_TEXT = {
   messenger_bot_id_taken: 'Another bot already has this messenger bot id.',
   not_found: 'It no longer exists (was it deleted?).',
 };
 
+/** @param {unknown} err @returns {string} */
 export function describe(err) {
-  if (!(err instanceof ApiError)) return `Unexpected error: ${err?.message ? err.message : String(err)}`;
+  if (!(err instanceof ApiError))
+    return `Unexpected error: ${err instanceof Error && err.message ? err.message : String(err)}`;
   return CODE_TEXT[err.code] ?? err.message;
 }
 
-/** A 401 mid-session means the admin token was changed: sign out and say so. */
+/** @type {((message: string) => void)[]} */
+const signOutHooks = [];
+
+/**
+ * What a view does when the session ends (a sign-out, a token no longer accepted), in the order the views started.
+ * @param {(message: string) => void} hook
+ */
+export function onSignOut(hook) {
+  signOutHooks.push(hook);
+}
+
+/** Ends the session: the token is forgotten, then every view lets go of what it held. @param {string} [message] */
+export function signOut(message = '') {
+  sessionStorage.removeItem(STORAGE_KEY);
+  for (const hook of signOutHooks) hook(message);
+}
+
+/** A 401 mid-session means the admin token was changed: sign out and say so. @param {unknown} err */
 export function isSignedOutError(err) {
   if (err instanceof ApiError && err.status === 401) {
     signOut('The admin token is no longer accepted. Sign in again.');
@@ -77,7 +120,9 @@ export function isSignedOutError(err) {
   return false;
 }
 
-let flashTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let flashTimer;
+/** @param {string} message @param {'info' | 'error'} [kind] */
 export function flash(message, kind = 'info') {
   const box = $('flash');
   box.textContent = message;

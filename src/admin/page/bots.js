@@ -1,15 +1,21 @@
 // @ts-check
 // The admin page: the bots of a project, their switches and settings.
-import { $, el, MESSENGER_ID, state } from './core.js';
+import { $, botLabel, el, MESSENGER_ID, state } from './core.js';
 import { api, busy, describe, flash, isSignedOutError } from './api.js';
 import { openTokens } from './tokens.js';
 
-/** Bots made on this page: a list asked for before one was made arrives without it, and must not drop it. */
+/** @typedef {import('./core.js').Bot} Bot */
+
+/**
+ * Bots made on this page: a list asked for before one was made arrives without it, and must not drop it.
+ * @type {Set<string>}
+ */
 const made = new Set();
 
 export async function loadBots() {
   const projectId = state.projectId;
   try {
+    /** @type {Bot[]} */
     const bots = await api('GET', `/admin/projects/${projectId}/bots`);
     if (projectId !== state.projectId) return;
     const listed = new Set(bots.map((b) => b.botId));
@@ -20,8 +26,7 @@ export async function loadBots() {
   }
 }
 
-export const botLabel = (b) => b.name || 'Unnamed bot';
-
+/** @param {Bot} bot */
 function replaceBot(bot) {
   state.bots = state.bots.map((b) => (b.botId === bot.botId ? bot : b));
 }
@@ -32,6 +37,7 @@ export function renderBots() {
   $('bots-empty').hidden = state.bots.length > 0 || state.projectId === null;
 }
 
+/** @param {Bot} b */
 function botRow(b) {
   const label = botLabel(b);
 
@@ -47,23 +53,27 @@ function botRow(b) {
   });
   const idSave = el('button', { type: 'submit', class: 'secondary', 'data-testid': 'bot-messenger-id-save' }, 'Save');
   const idForm = el('form', { class: 'row', novalidate: true }, idInput, idSave);
-  idForm.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    const raw = idInput.value.trim();
-    if (raw !== '' && !MESSENGER_ID.test(raw)) {
-      flash('A messenger bot id is a positive whole number (up to 19 digits), or empty to unset it.', 'error');
-      idInput.focus();
-      return;
-    }
-    await busy(idSave, async () => {
-      const bot = await api('PATCH', `/admin/bots/${b.botId}`, { messengerBotId: raw === '' ? null : raw });
-      replaceBot(bot);
-      idInput.value = bot.messengerBotId === null ? '' : String(bot.messengerBotId);
-      flash(
-        bot.messengerBotId === null ? `Messenger bot id of ${label} unset.` : `Messenger bot id of ${label} saved.`,
-      );
-    });
-  });
+  idForm.addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const raw = idInput.value.trim();
+      if (raw !== '' && !MESSENGER_ID.test(raw)) {
+        flash('A messenger bot id is a positive whole number (up to 19 digits), or empty to unset it.', 'error');
+        idInput.focus();
+        return;
+      }
+      await busy(idSave, async () => {
+        /** @type {Bot} */
+        const bot = await api('PATCH', `/admin/bots/${b.botId}`, { messengerBotId: raw === '' ? null : raw });
+        replaceBot(bot);
+        idInput.value = bot.messengerBotId === null ? '' : String(bot.messengerBotId);
+        flash(
+          bot.messengerBotId === null ? `Messenger bot id of ${label} unset.` : `Messenger bot id of ${label} saved.`,
+        );
+      });
+    },
+  );
 
   const tokens = el(
     'button',
@@ -89,7 +99,12 @@ function botRow(b) {
   );
 }
 
-/** A checkbox with role=switch; the PATCH decides the final state, a failure puts it back. */
+/**
+ * A checkbox with role=switch; the PATCH decides the final state, a failure puts it back.
+ * @param {Bot} b
+ * @param {'miniAppIngest' | 'apiIngest'} field
+ * @param {string} ariaLabel
+ */
 function toggle(b, field, ariaLabel) {
   const input = el('input', {
     type: 'checkbox',
@@ -105,6 +120,7 @@ function toggle(b, field, ariaLabel) {
     input.disabled = true;
     input.setAttribute('aria-busy', 'true');
     try {
+      /** @type {Bot} */
       const bot = await api('PATCH', `/admin/bots/${b.botId}`, { [field]: wanted });
       replaceBot(bot);
       input.checked = bot[field];
@@ -121,27 +137,36 @@ function toggle(b, field, ariaLabel) {
   return el('label', { class: 'switch-label' }, input, stateText);
 }
 
-$('bot-create-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const name = $('bot-name').value.trim();
-  const messengerBotId = $('bot-messenger-id').value.trim();
-  if (messengerBotId !== '' && !MESSENGER_ID.test(messengerBotId)) {
-    flash('A messenger bot id is a positive whole number (up to 19 digits).', 'error');
-    $('bot-messenger-id').focus();
-    return;
-  }
-  const projectId = state.projectId;
-  const body = { projectId };
-  if (name !== '') body.name = name;
-  if (messengerBotId !== '') body.messengerBotId = messengerBotId;
-  await busy(e.submitter, async () => {
-    const { bot } = await api('POST', '/admin/bots', body);
-    e.target.reset();
-    made.add(bot.botId);
-    if (projectId === state.projectId) {
-      state.bots.push(bot);
-      renderBots();
-    }
-    flash(`Bot “${botLabel(bot)}” created; both switches are on. Create a token for it with “Manage tokens”.`);
-  });
-});
+/** Attaches the form that creates a bot. */
+export function startBots() {
+  $('bot-create-form').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const name = $('bot-name').value.trim();
+      const messengerBotId = $('bot-messenger-id').value.trim();
+      if (messengerBotId !== '' && !MESSENGER_ID.test(messengerBotId)) {
+        flash('A messenger bot id is a positive whole number (up to 19 digits).', 'error');
+        $('bot-messenger-id').focus();
+        return;
+      }
+      const projectId = state.projectId;
+      /** @type {{ projectId: string | null, name?: string, messengerBotId?: string }} */
+      const body = { projectId };
+      if (name !== '') body.name = name;
+      if (messengerBotId !== '') body.messengerBotId = messengerBotId;
+      const form = /** @type {HTMLFormElement} */ (e.target);
+      await busy(/** @type {HTMLButtonElement | null} */ (e.submitter), async () => {
+        /** @type {{ bot: Bot }} */
+        const { bot } = await api('POST', '/admin/bots', body);
+        form.reset();
+        made.add(bot.botId);
+        if (projectId === state.projectId) {
+          state.bots.push(bot);
+          renderBots();
+        }
+        flash(`Bot “${botLabel(bot)}” created; both switches are on. Create a token for it with “Manage tokens”.`);
+      });
+    },
+  );
+}

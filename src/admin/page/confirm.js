@@ -7,6 +7,10 @@ import { busy } from './api.js';
  * A destructive action behind a second, explicit click in place, as for revoking a token: `slot`
  * holds the button; a click turns it into the question with "yes" and "Cancel". Returns the
  * function that draws the button again (its label and state follow the view).
+ * @param {HTMLElement} slot
+ * @param {{ testid: string, label: () => string, disabled: () => boolean, hidden?: () => boolean,
+ *   question: () => string, yes: string, run: () => Promise<void>, onError?: (err: unknown) => void }} o
+ * @returns {() => void}
  */
 export function confirmable(slot, o) {
   const show = () => {
@@ -22,7 +26,7 @@ export function confirmable(slot, o) {
       const no = el('button', { type: 'button', class: 'secondary', 'data-testid': `${o.testid}-cancel` }, 'Cancel');
       no.addEventListener('click', () => {
         show();
-        slot.querySelector('button').focus();
+        slot.querySelector('button')?.focus();
       });
       yes.addEventListener('click', async () => {
         no.disabled = true;

@@ -1,6 +1,33 @@
 // @ts-check
-// The admin page: plain DOM, fed only by the admin API. Data reaches the DOM through textContent
-// and setAttribute only, never as markup.
+// The admin page's base: its constants, its one state, the shapes the admin API answers with, and the helpers that
+// build DOM. Every other module imports it; it imports nothing. Data reaches the DOM through textContent and
+// setAttribute only, never as markup.
+
+/**
+ * @typedef {{ projectId: string, name: string, eventAllowance: number | null, trackingPlanVersion?: number | null }} Project
+ * @typedef {{ botId: string, projectId: string | null, name: string | null, messengerBotId: number | string | null,
+ *   miniAppIngest: boolean, apiIngest: boolean }} Bot
+ * @typedef {{ tokenId: string, hint: string, createdAt: string, lastUsedAt: string | null, revokedAt: string | null,
+ *   rateLimitPerMin: number | null, rateLimitBurst: number | null }} TokenSummary
+ * @typedef {{ month: string, eventsBilled: number, eventsStored: number, eventAllowance: number | null }} Usage
+ * @typedef {{ code: string, severity: string, message?: string, path?: string }} Diagnostic
+ * @typedef {{ id: number, eventId: string | null, receivedAt: string, channel: string, botId: string,
+ *   userId: string | null, truncated: boolean, event: unknown, diagnostics: Diagnostic[] }} QuarantineItem
+ * @typedef {{ code: string, count: number }} QuarantineCount
+ * @typedef {{ replayed: number, accepted: number, stillRejected: number, duplicated: number }} ReplayResult
+ * @typedef {{ body: { ids?: number[], code?: string }, text: string, label: string }} ReplayScope
+ * @typedef {{ projectId: string, scope: ReplayScope, result: ReplayResult }} ReplayPreview
+ * @typedef {{ code: string | null, summary: QuarantineCount[], items: QuarantineItem[], next: number | null,
+ *   loaded: boolean, selected: Set<number>, detailId: number | null, preview: ReplayPreview | null,
+ *   gen: number }} QuarantineView
+ * @typedef {{ version: number, updatedAt: string, mode: string, unplannedEvents: string,
+ *   events: Record<string, unknown> }} StoredPlan
+ * @typedef {{ [key: string]: unknown, type?: string, skipped?: number, status?: string, eventId?: string,
+ *   eventName?: string, eventType?: string, channel?: string, receivedAt?: string, diagnostics?: unknown,
+ *   perSecond?: number }} LiveMessage
+ * @typedef {{ ws: WebSocket | null, paused: boolean, held: LiveMessage[], heldCount: number, skipped: number,
+ *   hiddenTimer: ReturnType<typeof setTimeout> | null }} WatchView
+ */
 
 export const STORAGE_KEY = 'tg-ingest.adminToken';
 /** The project this tab had open last, so a reload or a new sign-in comes back to it. */
@@ -14,6 +41,7 @@ export const MESSENGER_ID = /^[1-9][0-9]{0,18}$/;
 /**
  * For a view fed by requests that can overlap: each call marks a new request and returns whether it is still the
  * latest when its answer comes. An older answer (given before a change made meanwhile) is then not drawn over a newer.
+ * @returns {() => () => boolean}
  */
 export function latestOnly() {
   let latest = 0;
@@ -23,6 +51,27 @@ export function latestOnly() {
   };
 }
 
+/** An empty quarantine view of generation `gen`. @param {number} gen @returns {QuarantineView} */
+export const emptyQuarantine = (gen) => ({
+  code: null,
+  summary: [],
+  items: [],
+  next: null,
+  loaded: false,
+  selected: new Set(),
+  detailId: null,
+  preview: null,
+  gen,
+});
+
+/** @returns {WatchView} */
+export const emptyWatch = () => ({ ws: null, paused: false, held: [], heldCount: 0, skipped: 0, hiddenTimer: null });
+
+/**
+ * @type {{ projects: Project[], projectId: string | null, bots: Bot[], dialogBot: Bot | null,
+ *   timer: ReturnType<typeof setTimeout> | undefined, ticks: number, loop: number, plan: StoredPlan | null,
+ *   planText: string, q: QuarantineView, watch: WatchView }}
+ */
 export const state = {
   projects: [],
   projectId: null,
@@ -30,16 +79,16 @@ export const state = {
   /** The bot whose token dialog is open. */
   dialogBot: null,
   /** The refresh loop: its pending timeout, its round count, and its generation (see stopLive). */
-  timer: null,
+  timer: undefined,
   ticks: 0,
   loop: 0,
   /** The stored tracking plan (null: none) and the editor text it was shown as, to tell unsaved edits. */
   plan: null,
   planText: '',
   /** The quarantine view; see resetQuarantine. */
-  q: null,
+  q: emptyQuarantine(0),
   /** The live event stream; see resetWatch. */
-  watch: null,
+  watch: emptyWatch(),
 };
 
 /**
@@ -50,7 +99,13 @@ export const state = {
  */
 export const $ = (id) => document.getElementById(id);
 
-/** el('td', {class: 'x', 'data-testid': 'y'}, 'text', child) — strings become text nodes. */
+/**
+ * el('td', {class: 'x', 'data-testid': 'y'}, 'text', child) — strings become text nodes.
+ * @param {string} tag
+ * @param {Record<string, string | number | boolean | null | undefined>} attrs
+ * @param {(Node | string | number | null | undefined)[]} children
+ * @returns {any} the element (typed loosely, as `$`: its kind follows `tag`)
+ */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs))
@@ -60,13 +115,20 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** @param {string} tag @param {Record<string, string | number>} attrs @returns {SVGElement} */
 export function svg(tag, attrs = {}) {
   const node = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
   return node;
 }
 
+/** @param {unknown} n */
 export const fmt = (n) => (typeof n === 'number' ? n.toLocaleString() : String(n));
+/** @param {string} iso */
 export const fmtTime = (iso) => new Date(iso).toLocaleString();
+/** @param {string} iso @returns {HTMLTimeElement} */
 export const timeEl = (iso) => el('time', { datetime: iso }, fmtTime(iso));
+/** @param {string} iso */
 export const hhmm = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+/** @param {Bot} b */
+export const botLabel = (b) => b.name || 'Unnamed bot';

@@ -1,8 +1,15 @@
 // @ts-check
 // The admin page: the counts and usage card refreshed every few seconds, and revenue.
 import { $, el, fmt, fmtTime, hhmm, LIVE_MS, SLOW_EVERY, state, svg } from './core.js';
-import { api, ApiError, busy, describe, flash, isSignedOutError } from './api.js';
-import { loadUsage, renderUsage, usageRequest } from './projects.js';
+import { api, ApiError, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
+import { formatMoney } from './format.js';
+import { loadUsage, renderUsage, usageRequest } from './usage.js';
+
+/**
+ * @typedef {{ minute: string, accepted: number, rejected: number, duplicated: number, storedNotBilled: number }} Minute
+ * @typedef {{ since: string, totals: Record<string, number>, minutes: Minute[],
+ *   topDiagnostics: { code: string, count: number }[] }} ProjectStats
+ */
 
 // One loop feeds the live view and the usage card together, so the two never tell different
 // moments. A round is scheduled only once the previous one has answered: a slow service gets no
@@ -16,10 +23,11 @@ export function startLive() {
 /** Bumping the generation also ends a round still waiting for its answers: it schedules no next one. */
 export function stopLive() {
   clearTimeout(state.timer);
-  state.timer = null;
+  state.timer = undefined;
   state.loop++;
 }
 
+/** @param {number} loop */
 async function tick(loop) {
   const projectId = state.projectId;
   const slow = state.ticks++ % SLOW_EVERY === 0;
@@ -30,7 +38,7 @@ async function tick(loop) {
     slow ? loadRevenue() : undefined,
   ]);
   if (loop !== state.loop) return;
-  if (stats.status === 'fulfilled') renderStats(stats.value);
+  if (stats.status === 'fulfilled') renderStats(/** @type {ProjectStats} */ (stats.value));
   // A change saved meanwhile (an allowance, a replay) asked again: this answer would put back the old numbers.
   if (usage.status === 'fulfilled' && usageCurrent()) renderUsage(usage.value);
   const failed = [stats, usage].find((r) => r.status === 'rejected');
@@ -42,12 +50,6 @@ async function tick(loop) {
   if (failed && failed.reason instanceof ApiError && failed.reason.status === 404) return;
   state.timer = setTimeout(() => tick(loop), LIVE_MS);
 }
-
-// A hidden tab asks nothing; on its return the loop starts over at once (revenue included).
-document.addEventListener('visibilitychange', () => {
-  if (document.hidden) stopLive();
-  else if (state.projectId !== null) startLive();
-});
 
 const STAT_KEYS = ['accepted', 'rejected', 'duplicated', 'storedNotBilled', 'redelivered'];
 
@@ -68,12 +70,14 @@ export function resetLive() {
   }
 }
 
+/** @param {string} key @param {number} value */
 function setStat(key, value) {
   const dd = /** @type {HTMLElement} */ (document.querySelector(`[data-testid="stat-${key}"]`));
   dd.dataset.value = String(value);
   dd.textContent = fmt(value);
 }
 
+/** @param {ProjectStats} s */
 function renderStats(s) {
   for (const k of STAT_KEYS) setStat(k, s.totals[k] ?? 0);
   $('live-since').textContent = `Totals since this instance started, ${fmtTime(s.since)}.`;
@@ -87,7 +91,7 @@ function renderStats(s) {
   $('top-diagnostics-empty').hidden = s.topDiagnostics.length > 0;
 }
 
-/** Rounds a chart's top up to 1, 2 or 5 × 10^n so the scale does not jitter with every minute. */
+/** Rounds a chart's top up to 1, 2 or 5 × 10^n so the scale does not jitter with every minute. @param {number} n */
 function niceCeil(n) {
   if (n <= 1) return 1;
   const p = 10 ** Math.floor(Math.log10(n));
@@ -95,8 +99,10 @@ function niceCeil(n) {
   return 10 * p;
 }
 
+/** @type {('accepted' | 'rejected' | 'duplicated')[]} */
 const SERIES = ['accepted', 'rejected', 'duplicated'];
 
+/** @param {Minute[]} minutes */
 function renderChart(minutes) {
   const W = 600,
     H = 140;
@@ -104,6 +110,7 @@ function renderChart(minutes) {
   const peak = minutes.reduce((m, x) => Math.max(m, x.accepted + x.rejected + x.duplicated), 0);
   const max = niceCeil(peak);
   const scale = H / max;
+  /** @param {'accepted' | 'rejected' | 'duplicated'} k */
   const sum = (k) => minutes.reduce((a, x) => a + x[k], 0);
 
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart-svg', preserveAspectRatio: 'none' });
@@ -133,53 +140,16 @@ function renderChart(minutes) {
   });
   $('chart').replaceChildren(root);
   $('chart-max').textContent = `${fmt(max)} / min`;
-  $('chart-start').textContent = minutes.length > 0 ? hhmm(minutes[0].minute) : '';
-  $('chart-end').textContent = minutes.length > 0 ? `${hhmm(minutes[minutes.length - 1].minute)} (now)` : '';
-}
-
-/** The messenger's Stars: not an ISO 4217 code, and counted in whole stars. */
-const STARS = 'XTR';
-/** Codes Intl has data for; it would otherwise format any well-formed code with 2 made-up decimals. */
-const KNOWN_CURRENCIES =
-  typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
-
-/**
- * A total in the currency's smallest units (a number, or a decimal string beyond 2^53) as money:
- * 1999 USD is $19.99. The split into units and fraction is BigInt arithmetic, so a string loses no
- * digit; Intl only lays the parts out. Stars, unknown and invalid codes read "1,999 XTR".
- */
-export function formatMoney(amount, currency) {
-  const valid =
-    typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
-  if (!valid) return `${String(amount)} ${currency}`;
-  const minor = BigInt(amount);
-  const code = String(currency).toUpperCase();
-  const plain = () => `${new Intl.NumberFormat().format(minor)} ${currency}`;
-  if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return plain();
-  let nf, digits;
-  try {
-    nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: code });
-    digits = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits;
-  } catch {
-    return plain(); // a malformed code is a RangeError
-  }
-  const scale = 10n ** BigInt(digits);
-  const negative = minor < 0n;
-  const abs = negative ? -minor : minor;
-  const units = abs / scale;
-  const fraction = (abs % scale).toString().padStart(digits, '0');
-  // Intl formats the whole units exactly (BigInt at any size, -0 keeps the sign of -$0.05); the
-  // fraction it would print (always zeros) is replaced by the real digits, in the locale's numerals.
-  const digit = new Intl.NumberFormat(undefined, { useGrouping: false });
-  return nf
-    .formatToParts(negative ? (units === 0n ? -0 : -units) : units)
-    .map((part) => (part.type === 'fraction' ? [...fraction].map((d) => digit.format(Number(d))).join('') : part.value))
-    .join('');
+  const first = minutes[0];
+  const last = minutes[minutes.length - 1];
+  $('chart-start').textContent = first !== undefined ? hhmm(first.minute) : '';
+  $('chart-end').textContent = last !== undefined ? `${hhmm(last.minute)} (now)` : '';
 }
 
 async function loadRevenue() {
   const projectId = state.projectId;
   try {
+    /** @type {{ currency: string, totalAmount: unknown }[]} */
     const rows = await api('GET', `/admin/projects/${projectId}/reports/revenue`);
     if (projectId !== state.projectId) return;
     $('revenue-body').replaceChildren(
@@ -198,6 +168,17 @@ async function loadRevenue() {
   }
 }
 
-$('revenue-refresh').addEventListener('click', (e) =>
-  busy(e.currentTarget, () => Promise.all([loadRevenue(), loadUsage()])),
-);
+/** Attaches the revenue's refresh and the tab's visibility; a sign-out ends the loop. */
+export function startCounts() {
+  onSignOut(() => stopLive());
+  // A hidden tab asks nothing; on its return the loop starts over at once (revenue included).
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) stopLive();
+    else if (state.projectId !== null) startLive();
+  });
+  $('revenue-refresh').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) =>
+      busy(/** @type {HTMLButtonElement} */ (e.currentTarget), () => Promise.all([loadRevenue(), loadUsage()])),
+  );
+}

@@ -1,8 +1,13 @@
 // @ts-check
 // The admin page: the live view, a WebSocket per viewer opened on request.
-import { $, el, fmt, state, STORAGE_KEY } from './core.js';
-import { signOut } from './signin.js';
-import { codeList, codesOf } from './quarantine.js';
+import { $, el, emptyWatch, fmt, state, STORAGE_KEY } from './core.js';
+import { onSignOut, signOut } from './api.js';
+import { codeList, codesOf } from './format.js';
+
+/**
+ * @typedef {import('./core.js').LiveMessage} LiveMessage
+ * @typedef {import('./core.js').WatchView} WatchView
+ */
 
 /** Rows the table keeps (older ones drop off the bottom), and the most held back while paused. */
 const WATCH_MAX_ROWS = 500;
@@ -11,7 +16,7 @@ const WATCH_HIDDEN_MS = 60_000;
 
 export function resetWatch() {
   closeWatch();
-  state.watch = { ws: null, paused: false, held: [], heldCount: 0, skipped: 0, hiddenTimer: null };
+  state.watch = emptyWatch();
   $('watch-body').replaceChildren();
   $('watch-filter').value = '';
   renderWatchToggle();
@@ -19,11 +24,12 @@ export function resetWatch() {
   watchStatus('Not watching.');
 }
 
+/** @param {string} text */
 function watchStatus(text) {
   $('watch-status').textContent = text;
 }
 
-/** Same origin, so the page's connect-src 'self' covers it. */
+/** Same origin, so the page's connect-src 'self' covers it. @param {string} projectId */
 function watchUrl(projectId) {
   return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/admin/live?projectId=${encodeURIComponent(projectId)}`;
 }
@@ -33,11 +39,12 @@ function openWatch() {
   closeWatch();
   const projectId = state.projectId;
   const token = sessionStorage.getItem(STORAGE_KEY);
+  /** @type {WebSocket | null} */
   let ws = null;
   try {
     if (projectId !== null && token !== null) ws = new WebSocket(watchUrl(projectId));
   } catch (err) {
-    watchStatus(`The live view could not be opened: ${err.message}`);
+    watchStatus(`The live view could not be opened: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (ws === null) {
     // The switch follows the stream, which did not open.
@@ -48,7 +55,8 @@ function openWatch() {
   renderWatchToggle();
   watchStatus('Connecting…');
   // The token goes in the first message, never in the URL, which proxies and logs keep.
-  ws.addEventListener('open', () => ws.send(JSON.stringify({ token })));
+  const open = ws;
+  ws.addEventListener('open', () => open.send(JSON.stringify({ token })));
   ws.addEventListener('message', (e) => {
     if (w === state.watch && w.ws === ws && typeof e.data === 'string') onWatchMessage(w, e.data);
   });
@@ -63,6 +71,7 @@ function openWatch() {
   });
 }
 
+/** @param {number} code */
 function closeReason(code) {
   if (code === 4029)
     return 'Refused: too many failed sign-ins from this address. Wait a while, then turn “Watch live” on again.';
@@ -71,11 +80,13 @@ function closeReason(code) {
   return `The stream closed (code ${code}). Turn “Watch live” on again to reconnect.`;
 }
 
-/** Ends the stream on purpose (switch off, another project, sign-out, a long-hidden tab); the table stays. */
+/**
+ * Ends the stream on purpose (switch off, another project, sign-out, a long-hidden tab); the table stays.
+ * @param {string} [status]
+ */
 function closeWatch(status) {
   const w = state.watch;
-  if (w === null) return;
-  clearTimeout(w.hiddenTimer);
+  if (w.hiddenTimer !== null) clearTimeout(w.hiddenTimer);
   w.hiddenTimer = null;
   const ws = w.ws;
   w.ws = null;
@@ -90,7 +101,9 @@ function renderWatchToggle() {
   renderWatchPause();
 }
 
+/** @param {WatchView} w @param {string} data */
 function onWatchMessage(w, data) {
+  /** @type {LiveMessage} */
   let m;
   try {
     m = JSON.parse(data);
@@ -115,9 +128,10 @@ function onWatchMessage(w, data) {
 }
 
 const watchFilter = () => $('watch-filter').value.trim().toLowerCase();
-const watchMatches = (row, f) => f === '' || row.dataset.match.includes(f);
+/** @param {HTMLElement} row @param {string} f */
+const watchMatches = (row, f) => f === '' || (row.dataset.match ?? '').includes(f);
 
-/** `messages` oldest first; the newest ends on top. */
+/** `messages` oldest first; the newest ends on top. @param {LiveMessage[]} messages */
 function addWatchRows(messages) {
   const body = $('watch-body');
   const f = watchFilter();
@@ -133,9 +147,11 @@ function addWatchRows(messages) {
 
 const WATCH_STATUSES = new Set(['accepted', 'rejected', 'duplicated']);
 
+/** @param {LiveMessage} m */
 function watchRow(m) {
-  const status = WATCH_STATUSES.has(m.status) ? m.status : 'unknown';
+  const status = typeof m.status === 'string' && WATCH_STATUSES.has(m.status) ? m.status : 'unknown';
   const name = typeof m.eventName === 'string' ? m.eventName : null;
+  /** @param {unknown} v */
   const text = (v) => (typeof v === 'string' ? v : el('span', { class: 'muted' }, '—'));
   const row = el(
     'tr',
@@ -164,6 +180,7 @@ function watchRow(m) {
 
 function renderWatchCounts() {
   const w = state.watch;
+  /** @type {HTMLTableRowElement[]} */
   const rows = [...$('watch-body').rows];
   const f = watchFilter();
   const shown = $('watch-shown');
@@ -195,44 +212,50 @@ function renderWatchPause() {
   note.textContent = `Paused: ${fmt(n)} new ${n === 1 ? 'event' : 'events'} held back. Resume adds ${n > WATCH_MAX_ROWS ? `the newest ${WATCH_MAX_ROWS}` : 'them'} to the table.`;
 }
 
-$('watch-toggle').addEventListener('change', (e) => {
-  if (e.currentTarget.checked) openWatch();
-  else closeWatch('Not watching. The table keeps what it showed.');
-});
+/** Attaches the live view's controls; a sign-out closes its stream (it signed in with the token). */
+export function startLiveView() {
+  onSignOut(() => resetWatch());
+  $('watch-toggle').addEventListener(
+    'change',
+    /** @param {Event} e */ (e) => {
+      if (/** @type {HTMLInputElement} */ (e.currentTarget).checked) openWatch();
+      else closeWatch('Not watching. The table keeps what it showed.');
+    },
+  );
 
-$('watch-pause').addEventListener('click', () => {
-  const w = state.watch;
-  if (w.paused) {
-    const held = w.held;
-    Object.assign(w, { paused: false, held: [], heldCount: 0 });
-    addWatchRows(held);
-  } else w.paused = true;
-  renderWatchPause();
-});
+  $('watch-pause').addEventListener('click', () => {
+    const w = state.watch;
+    if (w.paused) {
+      const held = w.held;
+      Object.assign(w, { paused: false, held: [], heldCount: 0 });
+      addWatchRows(held);
+    } else w.paused = true;
+    renderWatchPause();
+  });
 
-$('watch-clear').addEventListener('click', () => {
-  const w = state.watch;
-  Object.assign(w, { held: [], heldCount: 0, skipped: 0 });
-  $('watch-body').replaceChildren();
-  renderWatchPause();
-  renderWatchCounts();
-});
+  $('watch-clear').addEventListener('click', () => {
+    const w = state.watch;
+    Object.assign(w, { held: [], heldCount: 0, skipped: 0 });
+    $('watch-body').replaceChildren();
+    renderWatchPause();
+    renderWatchCounts();
+  });
 
-$('watch-filter').addEventListener('input', () => {
-  const f = watchFilter();
-  for (const row of $('watch-body').rows) row.hidden = !watchMatches(row, f);
-  renderWatchCounts();
-});
+  $('watch-filter').addEventListener('input', () => {
+    const f = watchFilter();
+    for (const row of $('watch-body').rows) row.hidden = !watchMatches(row, f);
+    renderWatchCounts();
+  });
 
-document.addEventListener('visibilitychange', () => {
-  const w = state.watch;
-  if (w === null) return;
-  clearTimeout(w.hiddenTimer);
-  w.hiddenTimer = null;
-  if (document.hidden && w.ws !== null) {
-    w.hiddenTimer = setTimeout(
-      () => closeWatch('Stopped: the tab was hidden for a minute. Turn “Watch live” on again to go on watching.'),
-      WATCH_HIDDEN_MS,
-    );
-  }
-});
+  document.addEventListener('visibilitychange', () => {
+    const w = state.watch;
+    if (w.hiddenTimer !== null) clearTimeout(w.hiddenTimer);
+    w.hiddenTimer = null;
+    if (document.hidden && w.ws !== null) {
+      w.hiddenTimer = setTimeout(
+        () => closeWatch('Stopped: the tab was hidden for a minute. Turn “Watch live” on again to go on watching.'),
+        WATCH_HIDDEN_MS,
+      );
+    }
+  });
+}

@@ -1,13 +1,16 @@
 // @ts-check
 // The admin page: the tracking-plan editor.
 import { $, el, state, timeEl } from './core.js';
-import { api, ApiError, busy, describe, flash, isSignedOutError } from './api.js';
+import { api, ApiError, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 import { confirmable } from './confirm.js';
 import { hidePreview } from './quarantine.js';
+
+/** @typedef {import('./core.js').StoredPlan} StoredPlan */
 
 /** What the editor offers when the project has no plan: the loosest plan, which changes nothing. */
 const PLAN_TEMPLATE = { mode: 'warn', unplannedEvents: 'allow', events: {} };
 
+/** @param {{ mode: string, unplannedEvents: string, events: unknown }} p */
 const planTextOf = (p) =>
   JSON.stringify({ mode: p.mode, unplannedEvents: p.unplannedEvents, events: p.events }, null, 2);
 
@@ -28,6 +31,7 @@ export function resetPlan() {
 export async function loadPlan() {
   const projectId = state.projectId;
   $('plan-status').textContent = 'Loading the tracking plan…';
+  /** @type {StoredPlan | null} */
   let plan = null;
   try {
     // The project says whether it has a plan: one without is not asked for it (a 404 every console would show).
@@ -44,6 +48,7 @@ export async function loadPlan() {
   if (projectId === state.projectId) showPlan(plan);
 }
 
+/** @param {StoredPlan | null} plan */
 function showPlan(plan) {
   state.plan = plan;
   state.planText = planTextOf(plan ?? PLAN_TEMPLATE);
@@ -76,7 +81,12 @@ function renderPlanDirty() {
   $('plan-dirty').hidden = text.disabled || text.value === state.planText;
 }
 
-/** Says next to the editor why a plan was refused (null: clears it); `select` puts the caret on the culprit. */
+/**
+ * Says next to the editor why a plan was refused (null: clears it); `select` puts the caret on the culprit.
+ * @param {string | null} message
+ * @param {string} [detail]
+ * @param {[number, number] | null} [select]
+ */
 function planError(message, detail = '', select = null) {
   $('plan-error').hidden = message === null;
   $('plan-error-message').textContent = message ?? '';
@@ -92,17 +102,22 @@ function planError(message, detail = '', select = null) {
   }
 }
 
-/** The editor's text as a plan, or null after saying why it is not one: then nothing is sent. */
+/**
+ * The editor's text as a plan, or null after saying why it is not one: then nothing is sent.
+ * @param {string} whatNot
+ * @returns {Record<string, unknown> | null}
+ */
 function parsePlanText(whatNot) {
   const text = $('plan-text').value;
   let plan;
   try {
     plan = JSON.parse(text);
   } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
     // V8 gives the offset ("… at position 12 (line 2 column 3)"): the caret goes there.
-    const m = /position (\d+)/.exec(err.message);
+    const m = /position (\d+)/.exec(message);
     const at = m ? Math.min(Number(m[1]), text.length) : null;
-    planError(`This is not valid JSON; ${whatNot}.`, err.message, at === null ? null : [at, at]);
+    planError(`This is not valid JSON; ${whatNot}.`, message, at === null ? null : [at, at]);
     return null;
   }
   if (plan === null || typeof plan !== 'object' || Array.isArray(plan)) {
@@ -115,7 +130,12 @@ function parsePlanText(whatNot) {
   return plan;
 }
 
-/** Where the text has `name` as a key ("name": …), to point at the schema ajv refused. */
+/**
+ * Where the text has `name` as a key ("name": …), to point at the schema ajv refused.
+ * @param {string} text
+ * @param {string} name
+ * @returns {[number, number] | null}
+ */
 function keyRange(text, name) {
   const quoted = JSON.stringify(name);
   for (let i = text.indexOf(quoted); i !== -1; i = text.indexOf(quoted, i + 1)) {
@@ -124,85 +144,101 @@ function keyRange(text, name) {
   return null;
 }
 
-/** The part of a 400's details worth showing beside its message: ajv's own words, or the values allowed. */
+/**
+ * The part of a 400's details worth showing beside its message: ajv's own words, or the values allowed.
+ * @param {ApiError} err
+ */
 function planErrorDetail(err) {
   const d = err.details;
   if (d === null) return '';
   if (typeof d.error === 'string') return d.error;
   const first = Array.isArray(d.errors) ? d.errors[0] : null;
   if (first?.params && Array.isArray(first.params.allowedValues))
-    return `Allowed: ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    return `Allowed: ${first.params.allowedValues.map((/** @type {unknown} */ v) => JSON.stringify(v)).join(', ')}`;
   return '';
 }
 
-$('plan-text').addEventListener('input', renderPlanDirty);
+/** Draws the delete button of the plan again (its state follows the view); set by startPlan. */
+let showPlanDelete = () => {};
 
-$('plan-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const plan = parsePlanText('nothing was sent');
-  if (plan === null) return;
-  const projectId = state.projectId;
-  await busy(
-    e.submitter ?? $('plan-save'),
-    async () => {
-      const stored = await api('PUT', `/admin/projects/${projectId}/tracking-plan`, plan);
-      if (projectId !== state.projectId) return;
-      planError(null);
-      showPlan(stored);
-      // A dry run on screen was worked out under the old plan.
-      hidePreview();
-      const waiting =
-        state.q.items.length > 0 ? ' Events already in quarantine are checked again only when you replay them.' : '';
-      flash(`Tracking plan saved: version ${stored.version}. It applies to events from now on.${waiting}`);
-    },
-    (err) => {
-      if (projectId !== state.projectId) return;
-      if (!(err instanceof ApiError && err.status === 400)) {
-        planError(describe(err));
-        return;
-      }
-      const detail = planErrorDetail(err);
-      const name = err.details && typeof err.details.eventName === 'string' ? err.details.eventName : null;
-      // The message usually quotes ajv already; the detail is shown only when it adds something.
-      planError(
-        err.message,
-        err.message.includes(detail) ? '' : detail,
-        name === null ? null : keyRange($('plan-text').value, name),
+/** Attaches the editor's buttons; a sign-out empties it. */
+export function startPlan() {
+  onSignOut(() => resetPlan());
+  $('plan-text').addEventListener('input', renderPlanDirty);
+
+  $('plan-form').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const plan = parsePlanText('nothing was sent');
+      if (plan === null) return;
+      const projectId = state.projectId;
+      await busy(
+        /** @type {HTMLButtonElement} */ (e.submitter ?? $('plan-save')),
+        async () => {
+          /** @type {StoredPlan} */
+          const stored = await api('PUT', `/admin/projects/${projectId}/tracking-plan`, plan);
+          if (projectId !== state.projectId) return;
+          planError(null);
+          showPlan(stored);
+          // A dry run on screen was worked out under the old plan.
+          hidePreview();
+          const waiting =
+            state.q.items.length > 0
+              ? ' Events already in quarantine are checked again only when you replay them.'
+              : '';
+          flash(`Tracking plan saved: version ${stored.version}. It applies to events from now on.${waiting}`);
+        },
+        (err) => {
+          if (projectId !== state.projectId) return;
+          if (!(err instanceof ApiError && err.status === 400)) {
+            planError(describe(err));
+            return;
+          }
+          const detail = planErrorDetail(err);
+          const name = err.details && typeof err.details.eventName === 'string' ? err.details.eventName : null;
+          // The message usually quotes ajv already; the detail is shown only when it adds something.
+          planError(
+            err.message,
+            err.message.includes(detail) ? '' : detail,
+            name === null ? null : keyRange($('plan-text').value, name),
+          );
+        },
       );
     },
   );
-});
 
-$('plan-format').addEventListener('click', () => {
-  const plan = parsePlanText('it was left as it is');
-  if (plan === null) return;
-  planError(null);
-  $('plan-text').value = JSON.stringify(plan, null, 2);
-  renderPlanDirty();
-});
-
-$('plan-revert').addEventListener('click', () => {
-  $('plan-text').value = state.planText;
-  planError(null);
-  renderPlanDirty();
-});
-
-const showPlanDelete = confirmable($('plan-delete-slot'), {
-  testid: 'plan-delete',
-  label: () => 'Delete plan',
-  disabled: () => false,
-  hidden: () => state.plan === null,
-  question: () => 'Delete the plan? Events are then checked against the contract only.',
-  yes: 'Yes, delete',
-  run: async () => {
-    const projectId = state.projectId;
-    await api('DELETE', `/admin/projects/${projectId}/tracking-plan`);
-    if (projectId !== state.projectId) return;
+  $('plan-format').addEventListener('click', () => {
+    const plan = parsePlanText('it was left as it is');
+    if (plan === null) return;
     planError(null);
-    showPlan(null);
-    hidePreview();
-    flash('Tracking plan deleted: events are checked against the contract only.');
-    $('plan-text').focus();
-  },
-  onError: (err) => planError(describe(err)),
-});
+    $('plan-text').value = JSON.stringify(plan, null, 2);
+    renderPlanDirty();
+  });
+
+  $('plan-revert').addEventListener('click', () => {
+    $('plan-text').value = state.planText;
+    planError(null);
+    renderPlanDirty();
+  });
+
+  showPlanDelete = confirmable($('plan-delete-slot'), {
+    testid: 'plan-delete',
+    label: () => 'Delete plan',
+    disabled: () => false,
+    hidden: () => state.plan === null,
+    question: () => 'Delete the plan? Events are then checked against the contract only.',
+    yes: 'Yes, delete',
+    run: async () => {
+      const projectId = state.projectId;
+      await api('DELETE', `/admin/projects/${projectId}/tracking-plan`);
+      if (projectId !== state.projectId) return;
+      planError(null);
+      showPlan(null);
+      hidePreview();
+      flash('Tracking plan deleted: events are checked against the contract only.');
+      $('plan-text').focus();
+    },
+    onError: (err) => planError(describe(err)),
+  });
+}

@@ -1,16 +1,17 @@
 // @ts-check
-// The admin page: the project list, creating and editing projects, the usage card.
-import { $, el, fmt, latestOnly, PROJECT_KEY, state } from './core.js';
-import { api, busy, describe, flash, isSignedOutError } from './api.js';
+// The admin page: the project list, creating and editing projects, and opening one, which loads every section of it.
+import { $, el, PROJECT_KEY, state } from './core.js';
+import { api, busy, flash } from './api.js';
 import { loadBots, renderBots } from './bots.js';
-import { loadPlan, resetPlan } from './plan.js';
-import { loadQuarantine, resetQuarantine } from './quarantine.js';
-import { resetWatch } from './live.js';
 import { resetLive, startLive } from './counts.js';
-import { loadReports, resetReports } from './reports.js';
+import { resetWatch } from './live.js';
+import { loadPlan, resetPlan } from './plan.js';
 import { loadPrivacy, resetPrivacy } from './privacy.js';
+import { loadQuarantine, resetQuarantine } from './quarantine.js';
+import { loadReports, resetReports } from './reports.js';
+import { allowanceText, loadUsage } from './usage.js';
 
-const allowanceText = (a) => (a === null || a === undefined ? 'unlimited' : `${fmt(a)} events / month`);
+/** @typedef {import('./core.js').Project} Project */
 
 export function renderProjects() {
   const list = $('project-list');
@@ -34,7 +35,11 @@ export function renderProjects() {
   $('project-list-empty').hidden = state.projects.length > 0;
 }
 
-/** '' → null (unlimited); otherwise a non-negative integer, or undefined when invalid. */
+/**
+ * '' → null (unlimited); otherwise a non-negative integer, or undefined when invalid.
+ * @param {string} raw
+ * @returns {number | null | undefined}
+ */
 function parseAllowance(raw) {
   const v = raw.trim();
   if (v === '') return null;
@@ -42,32 +47,7 @@ function parseAllowance(raw) {
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
-$('project-create-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const name = $('project-name').value.trim();
-  const allowanceInput = $('project-allowance');
-  if (name === '') {
-    flash('A project needs a name.', 'error');
-    $('project-name').focus();
-    return;
-  }
-  // A number input reports '' for text it cannot parse; validity tells that apart from empty.
-  const eventAllowance = allowanceInput.validity.badInput ? undefined : parseAllowance(allowanceInput.value);
-  if (eventAllowance === undefined) {
-    flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
-    allowanceInput.focus();
-    return;
-  }
-  await busy(e.submitter, async () => {
-    const { project } = await api('POST', '/admin/projects', { name, eventAllowance });
-    state.projects.push(project);
-    e.target.reset();
-    renderProjects();
-    selectProject(project.projectId);
-    flash(`Project “${project.name}” created.`);
-  });
-});
-
+/** @param {string} projectId */
 export function selectProject(projectId) {
   const p = state.projects.find((x) => x.projectId === projectId);
   if (!p) return;
@@ -98,7 +78,7 @@ export function selectProject(projectId) {
   if (section !== undefined) goToSection(section);
 }
 
-/** Scrolls to a section of the project and names it in the URL, so the link opens it again. */
+/** Scrolls to a section of the project and names it in the URL, so the link opens it again. @param {string} name */
 export function goToSection(name) {
   const target = document.getElementById(`section-${name}`);
   if (target === null || state.projectId === null) return;
@@ -108,53 +88,65 @@ export function goToSection(name) {
   target.scrollIntoView({ block: 'start' });
 }
 
-for (const a of document.querySelectorAll('.section-nav a'))
-  a.addEventListener('click', (e) => {
-    e.preventDefault();
-    goToSection(a.getAttribute('data-section') ?? '');
-  });
+/** Attaches the project list's forms and the section links. */
+export function startProjects() {
+  $('project-create-form').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const name = $('project-name').value.trim();
+      const allowanceInput = $('project-allowance');
+      if (name === '') {
+        flash('A project needs a name.', 'error');
+        $('project-name').focus();
+        return;
+      }
+      // A number input reports '' for text it cannot parse; validity tells that apart from empty.
+      const eventAllowance = allowanceInput.validity.badInput ? undefined : parseAllowance(allowanceInput.value);
+      if (eventAllowance === undefined) {
+        flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
+        allowanceInput.focus();
+        return;
+      }
+      const form = /** @type {HTMLFormElement} */ (e.target);
+      await busy(/** @type {HTMLButtonElement | null} */ (e.submitter), async () => {
+        /** @type {{ project: Project }} */
+        const { project } = await api('POST', '/admin/projects', { name, eventAllowance });
+        state.projects.push(project);
+        form.reset();
+        renderProjects();
+        selectProject(project.projectId);
+        flash(`Project “${project.name}” created.`);
+      });
+    },
+  );
 
-$('allowance-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const input = $('allowance-input');
-  const eventAllowance = input.validity.badInput ? undefined : parseAllowance(input.value);
-  if (eventAllowance === undefined) {
-    flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
-    input.focus();
-    return;
-  }
-  const projectId = state.projectId;
-  await busy(e.submitter, async () => {
-    const project = await api('PATCH', `/admin/projects/${projectId}`, { eventAllowance });
-    state.projects = state.projects.map((p) => (p.projectId === projectId ? project : p));
-    renderProjects();
-    if (state.projectId === projectId) loadUsage();
-    flash(`Allowance saved: ${allowanceText(project.eventAllowance)}.`);
-  });
-});
+  for (const a of document.querySelectorAll('.section-nav a'))
+    a.addEventListener('click', (e) => {
+      e.preventDefault();
+      goToSection(a.getAttribute('data-section') ?? '');
+    });
 
-/** The usage card is asked for by the refresh loop and after a change (an allowance, a replay): the latest wins. */
-export const usageRequest = latestOnly();
-
-export async function loadUsage() {
-  const projectId = state.projectId;
-  const current = usageRequest();
-  try {
-    const u = await api('GET', `/admin/projects/${projectId}/usage`);
-    if (projectId === state.projectId && current()) renderUsage(u);
-  } catch (err) {
-    if (!isSignedOutError(err)) flash(`Usage: ${describe(err)}`, 'error');
-  }
-}
-
-export function renderUsage(u) {
-  const set = (id, text) => {
-    const dd = $('usage').querySelector(`[data-testid="${id}"]`);
-    dd.textContent = text;
-    return dd;
-  };
-  set('usage-month', u.month);
-  set('usage-billed', fmt(u.eventsBilled)).dataset.value = String(u.eventsBilled);
-  set('usage-stored', fmt(u.eventsStored)).dataset.value = String(u.eventsStored);
-  set('usage-allowance', allowanceText(u.eventAllowance));
+  $('allowance-form').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const input = $('allowance-input');
+      const eventAllowance = input.validity.badInput ? undefined : parseAllowance(input.value);
+      if (eventAllowance === undefined) {
+        flash('The allowance must be a whole number of events, or empty for unlimited.', 'error');
+        input.focus();
+        return;
+      }
+      const projectId = state.projectId;
+      await busy(/** @type {HTMLButtonElement | null} */ (e.submitter), async () => {
+        /** @type {Project} */
+        const project = await api('PATCH', `/admin/projects/${projectId}`, { eventAllowance });
+        state.projects = state.projects.map((p) => (p.projectId === projectId ? project : p));
+        renderProjects();
+        if (state.projectId === projectId) loadUsage();
+        flash(`Allowance saved: ${allowanceText(project.eventAllowance)}.`);
+      });
+    },
+  );
 }

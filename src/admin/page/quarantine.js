@@ -1,42 +1,40 @@
 // @ts-check
 // The admin page: the quarantine (summary, pages, detail, dry-run then replay, delete).
-import { $, el, fmt, fmtTime, state, timeEl } from './core.js';
-import { api, busy, describe, flash, isSignedOutError } from './api.js';
-import { loadUsage } from './projects.js';
+import { $, el, emptyQuarantine, fmt, fmtTime, state, timeEl } from './core.js';
+import { api, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 import { confirmable } from './confirm.js';
+import { codeList } from './format.js';
+import { limits, readLimits } from './limits.js';
+import { loadUsage } from './usage.js';
+
+/**
+ * @typedef {import('./core.js').QuarantineItem} QuarantineItem
+ * @typedef {import('./core.js').QuarantineCount} QuarantineCount
+ * @typedef {import('./core.js').ReplayResult} ReplayResult
+ * @typedef {import('./core.js').ReplayScope} ReplayScope
+ */
 
 const Q_PAGE = 50;
-/** The most one replay request takes, oldest first (REPLAY_MAX of the service). */
-const REPLAY_MAX = 10000;
-
+/** @param {string | null} projectId @param {string} [rest] */
 const quarantinePath = (projectId, rest = '') => `/admin/projects/${projectId}/quarantine${rest}`;
 
+/** @param {string | null} code @param {number | null} [before] */
 function quarantineQuery(code, before) {
   const q = new URLSearchParams({ limit: String(Q_PAGE) });
   if (code !== null) q.set('code', code);
-  if (before !== undefined) q.set('before', String(before));
+  if (before !== undefined && before !== null) q.set('before', String(before));
   return `?${q}`;
 }
 
 /** A fresh view; its generation goes up, so answers still on their way for the old one are dropped. */
 export function resetQuarantine() {
-  const gen = state.q === null ? 0 : state.q.gen + 1;
-  state.q = {
-    code: null,
-    summary: [],
-    items: [],
-    next: null,
-    loaded: false,
-    selected: new Set(),
-    detailId: null,
-    preview: null,
-    gen,
-  };
+  state.q = emptyQuarantine(state.q.gen + 1);
   $('replay-result').hidden = true;
   quarantineError('');
   renderQuarantine();
 }
 
+/** @param {string} message */
 function quarantineError(message) {
   $('quarantine-error').textContent = message;
   $('quarantine-error').hidden = message === '';
@@ -46,9 +44,10 @@ function quarantineError(message) {
 export async function loadQuarantine() {
   const projectId = state.projectId;
   const q = state.q;
-  if (projectId === null || q === null) return;
+  if (projectId === null) return;
   const gen = ++q.gen;
   try {
+    /** @type {[QuarantineCount[], { items: QuarantineItem[], next: number | null }]} */
     const [summary, page] = await Promise.all([
       api('GET', quarantinePath(projectId, '/summary')),
       api('GET', quarantinePath(projectId, quarantineQuery(q.code))),
@@ -67,6 +66,7 @@ export async function loadQuarantine() {
   }
 }
 
+/** @param {string | null} code */
 function setQuarantineFilter(code) {
   const q = state.q;
   if (q.code === code) return;
@@ -100,6 +100,7 @@ function renderQuarantineSummary() {
   const counts = q.summary.slice();
   // The filter stays visible (at 0) when its last events have left.
   if (q.code !== null && !counts.some((s) => s.code === q.code)) counts.push({ code: q.code, count: 0 });
+  /** @param {string | null} code @param {(Node | string)[]} content */
   const chip = (code, ...content) => {
     const b = el(
       'button',
@@ -128,42 +129,15 @@ function renderQuarantineSummary() {
   );
 }
 
+/** @param {QuarantineItem} item @returns {string | null} */
 function eventNameOf(item) {
-  const e = item.event;
+  const e = /** @type {{ eventName?: unknown } | null} */ (item.event);
   return e !== null && typeof e === 'object' && !Array.isArray(e) && typeof e.eventName === 'string'
     ? e.eventName
     : null;
 }
 
-/** Each code once with its first message, errors (the reasons an event was refused) before warnings. */
-export function codesOf(diagnostics) {
-  const seen = new Map();
-  for (const d of Array.isArray(diagnostics) ? diagnostics : []) {
-    if (!d || typeof d.code !== 'string') continue;
-    const had = seen.get(d.code);
-    if (!had || (had.severity !== 'error' && d.severity === 'error'))
-      seen.set(d.code, { code: d.code, severity: d.severity, message: had ? had.message : String(d.message ?? '') });
-  }
-  return [...seen.values()].sort((a, b) => (a.severity === 'error' ? 0 : 1) - (b.severity === 'error' ? 0 : 1));
-}
-
-export function codeList(diagnostics) {
-  const codes = codesOf(diagnostics);
-  if (codes.length === 0) return el('span', { class: 'muted' }, '—');
-  return el(
-    'span',
-    { class: 'codes' },
-    ...codes.map((c) =>
-      el(
-        'code',
-        { class: `code ${c.severity === 'error' ? 'error' : 'warning'}`, title: c.message },
-        c.code,
-        c.severity === 'error' ? null : el('span', { class: 'sr-only' }, ' (warning)'),
-      ),
-    ),
-  );
-}
-
+/** @param {QuarantineItem} item */
 function quarantineRow(item) {
   const q = state.q;
   const label = item.eventId ?? `#${item.id}`;
@@ -215,6 +189,7 @@ function quarantineRow(item) {
   );
 }
 
+/** @param {number} id */
 function showDetail(id) {
   state.q.detailId = id;
   for (const tr of $('quarantine-body').rows) {
@@ -263,41 +238,7 @@ function renderDetail() {
   );
 }
 
-$('quarantine-detail-close').addEventListener('click', () => {
-  const id = state.q.detailId;
-  state.q.detailId = null;
-  renderQuarantine();
-  const row = [...$('quarantine-body').rows].find((r) => Number(r.dataset.id) === id);
-  if (row) row.querySelector('[data-testid="quarantine-view"]').focus();
-});
-
-$('quarantine-more').addEventListener('click', (e) => {
-  const q = state.q;
-  const projectId = state.projectId;
-  const gen = q.gen;
-  busy(
-    e.currentTarget,
-    async () => {
-      const page = await api('GET', quarantinePath(projectId, quarantineQuery(q.code, q.next)));
-      if (q !== state.q || gen !== q.gen) return;
-      const first = q.items.length;
-      q.items = q.items.concat(page.items);
-      q.next = page.next;
-      renderQuarantine();
-      // The button may be gone now (the last page): keep the keyboard where the new rows start.
-      const row = $('quarantine-body').rows[first];
-      if (row && q.next === null) row.querySelector('[data-testid="quarantine-view"]').focus();
-    },
-    (err) => quarantineError(describe(err)),
-  );
-});
-
-$('quarantine-refresh').addEventListener('click', (e) => {
-  hidePreview();
-  busy(e.currentTarget, loadQuarantine);
-});
-
-/** What a replay takes: the rows ticked, else every event under the current filter. */
+/** What a replay takes: the rows ticked, else every event under the current filter. @returns {ReplayScope} */
 function replayScope() {
   const q = state.q;
   const n = q.selected.size;
@@ -319,7 +260,7 @@ function renderReplayButton() {
 }
 
 export function hidePreview() {
-  if (state.q !== null) state.q.preview = null;
+  state.q.preview = null;
   $('replay-preview').hidden = true;
 }
 
@@ -332,86 +273,145 @@ function renderPreview() {
     r.replayed === 0
       ? `Dry run of ${p.scope.text}: there is nothing to replay.`
       : `Dry run of ${p.scope.text}: ${fmt(r.replayed)} ${r.replayed === 1 ? 'event' : 'events'} checked against the current pipeline and tracking plan. Nothing has changed yet.`;
-  for (const [id, value] of [
+  for (const [id, value] of /** @type {[string, number][]} */ ([
     ['replay-accepted', r.accepted],
     ['replay-rejected', r.stillRejected],
     ['replay-duplicated', r.duplicated],
-  ]) {
+  ])) {
     const dd = $('replay-preview').querySelector(`[data-testid="${id}"]`);
     dd.textContent = fmt(value);
     dd.dataset.value = String(value);
   }
   $('replay-preview-note').textContent =
     '“Replay now” stores the accepted events (billed as usual) and takes them and the duplicated ones out of quarantine; the others stay, with their new reasons.' +
-    (r.replayed >= REPLAY_MAX ? ` One replay takes the oldest ${fmt(REPLAY_MAX)}; replay again for the rest.` : '');
+    (limits.replayMax !== null && r.replayed >= limits.replayMax
+      ? ` One replay takes the oldest ${fmt(limits.replayMax)}; replay again for the rest.`
+      : '');
   $('replay-confirm').disabled = r.replayed === 0;
 }
 
-// Replay stores and bills: it always shows a dry run first, and runs only on a second, explicit click.
-$('quarantine-replay').addEventListener('click', (e) => {
-  const q = state.q;
-  const projectId = state.projectId;
-  const scope = replayScope();
-  $('replay-result').hidden = true;
-  quarantineError('');
-  busy(
-    e.currentTarget,
-    async () => {
-      const result = await api('POST', quarantinePath(projectId, '/replay'), { ...scope.body, dryRun: true });
-      if (q !== state.q) return;
-      q.preview = { projectId, scope, result };
-      renderPreview();
-      (result.replayed === 0 ? $('replay-cancel') : $('replay-confirm')).focus();
-    },
-    (err) => quarantineError(describe(err)),
-  );
-});
+/** Draws the delete button again (its label and state follow the view); set by startQuarantine. */
+let showQuarantineDelete = () => {};
 
-$('replay-confirm').addEventListener('click', (e) => {
-  const q = state.q;
-  const p = q.preview;
-  if (p === null) return;
-  busy(
-    e.currentTarget,
-    async () => {
-      const r = await api('POST', quarantinePath(p.projectId, '/replay'), p.scope.body);
+/** Attaches the quarantine's buttons, reads the replay bound; a sign-out empties the view. */
+export function startQuarantine() {
+  onSignOut(() => resetQuarantine());
+  void readLimits();
+  $('quarantine-detail-close').addEventListener('click', () => {
+    const id = state.q.detailId;
+    state.q.detailId = null;
+    renderQuarantine();
+    const row = [...$('quarantine-body').rows].find((r) => Number(r.dataset.id) === id);
+    if (row) row.querySelector('[data-testid="quarantine-view"]').focus();
+  });
+
+  $('quarantine-more').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) => {
+      const q = state.q;
+      const projectId = state.projectId;
+      const gen = q.gen;
+      busy(
+        /** @type {HTMLButtonElement} */ (e.currentTarget),
+        async () => {
+          /** @type {{ items: QuarantineItem[], next: number | null }} */
+          const page = await api('GET', quarantinePath(projectId, quarantineQuery(q.code, q.next)));
+          if (q !== state.q || gen !== q.gen) return;
+          const first = q.items.length;
+          q.items = q.items.concat(page.items);
+          q.next = page.next;
+          renderQuarantine();
+          // The button may be gone now (the last page): keep the keyboard where the new rows start.
+          const row = $('quarantine-body').rows[first];
+          if (row && q.next === null) row.querySelector('[data-testid="quarantine-view"]').focus();
+        },
+        (err) => quarantineError(describe(err)),
+      );
+    },
+  );
+
+  $('quarantine-refresh').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) => {
+      hidePreview();
+      busy(/** @type {HTMLButtonElement} */ (e.currentTarget), loadQuarantine);
+    },
+  );
+
+  // Replay stores and bills: it always shows a dry run first, and runs only on a second, explicit click.
+  $('quarantine-replay').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) => {
+      const q = state.q;
+      const projectId = state.projectId;
+      const scope = replayScope();
+      $('replay-result').hidden = true;
+      quarantineError('');
+      busy(
+        /** @type {HTMLButtonElement} */ (e.currentTarget),
+        async () => {
+          /** @type {ReplayResult} */
+          const result = await api('POST', quarantinePath(projectId, '/replay'), { ...scope.body, dryRun: true });
+          if (q !== state.q || projectId === null) return;
+          q.preview = { projectId, scope, result };
+          renderPreview();
+          (result.replayed === 0 ? $('replay-cancel') : $('replay-confirm')).focus();
+        },
+        (err) => quarantineError(describe(err)),
+      );
+    },
+  );
+
+  $('replay-confirm').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) => {
+      const q = state.q;
+      const p = q.preview;
+      if (p === null) return;
+      busy(
+        /** @type {HTMLButtonElement} */ (e.currentTarget),
+        async () => {
+          /** @type {ReplayResult} */
+          const r = await api('POST', quarantinePath(p.projectId, '/replay'), p.scope.body);
+          if (q !== state.q) return;
+          hidePreview();
+          q.selected.clear();
+          const result = $('replay-result');
+          result.textContent = `Replayed ${fmt(r.replayed)}: ${fmt(r.accepted)} accepted and stored, ${fmt(r.stillRejected)} still rejected, ${fmt(r.duplicated)} duplicated.`;
+          result.hidden = false;
+          $('quarantine-replay').focus();
+          await Promise.all([loadQuarantine(), loadUsage()]);
+        },
+        (err) => quarantineError(describe(err)),
+      );
+    },
+  );
+
+  $('replay-cancel').addEventListener('click', () => {
+    hidePreview();
+    $('quarantine-replay').focus();
+  });
+
+  showQuarantineDelete = confirmable($('quarantine-delete-slot'), {
+    testid: 'quarantine-delete',
+    label: () => (state.q.code !== null ? `Delete all with ${state.q.code}…` : 'Delete all…'),
+    disabled: () => state.q.items.length === 0,
+    question: () => {
+      const q = state.q;
+      if (q.code === null) return 'Delete every quarantined event of this project? They cannot be replayed afterwards.';
+      const s = q.summary.find((x) => x.code === q.code);
+      return `Delete the ${s ? `${fmt(s.count)} ` : ''}events with the code ${q.code}? They cannot be replayed afterwards.`;
+    },
+    yes: 'Yes, delete',
+    run: async () => {
+      const q = state.q;
+      const code = q.code;
+      await api('DELETE', quarantinePath(state.projectId, code === null ? '' : `?code=${encodeURIComponent(code)}`));
       if (q !== state.q) return;
       hidePreview();
-      q.selected.clear();
-      const result = $('replay-result');
-      result.textContent = `Replayed ${fmt(r.replayed)}: ${fmt(r.accepted)} accepted and stored, ${fmt(r.stillRejected)} still rejected, ${fmt(r.duplicated)} duplicated.`;
-      result.hidden = false;
-      $('quarantine-replay').focus();
-      await Promise.all([loadQuarantine(), loadUsage()]);
+      flash(code === null ? 'Quarantine emptied.' : `Quarantined events with the code ${code} deleted.`);
+      await loadQuarantine();
     },
-    (err) => quarantineError(describe(err)),
-  );
-});
-
-$('replay-cancel').addEventListener('click', () => {
-  hidePreview();
-  $('quarantine-replay').focus();
-});
-
-const showQuarantineDelete = confirmable($('quarantine-delete-slot'), {
-  testid: 'quarantine-delete',
-  label: () => (state.q !== null && state.q.code !== null ? `Delete all with ${state.q.code}…` : 'Delete all…'),
-  disabled: () => state.q === null || state.q.items.length === 0,
-  question: () => {
-    const q = state.q;
-    if (q.code === null) return 'Delete every quarantined event of this project? They cannot be replayed afterwards.';
-    const s = q.summary.find((x) => x.code === q.code);
-    return `Delete the ${s ? `${fmt(s.count)} ` : ''}events with the code ${q.code}? They cannot be replayed afterwards.`;
-  },
-  yes: 'Yes, delete',
-  run: async () => {
-    const q = state.q;
-    const code = q.code;
-    await api('DELETE', quarantinePath(state.projectId, code === null ? '' : `?code=${encodeURIComponent(code)}`));
-    if (q !== state.q) return;
-    hidePreview();
-    flash(code === null ? 'Quarantine emptied.' : `Quarantined events with the code ${code} deleted.`);
-    await loadQuarantine();
-  },
-  onError: (err) => quarantineError(describe(err)),
-});
+    onError: (err) => quarantineError(describe(err)),
+  });
+}

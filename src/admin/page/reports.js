@@ -5,24 +5,43 @@
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError } from './api.js';
-import { formatMoney } from './counts.js';
+import { formatMoney } from './format.js';
 // @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page.ts); typed loosely here.
 import uPlot from './uplot.js';
 
 const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'];
 const COLORS = ['#1f6feb', '#2da44e', '#bf8700', '#8250df', '#cf222e', '#1b7c83', '#e16f24', '#6e7781', '#a40e26'];
 const DAY_S = 86_400;
+/**
+ * @typedef {{ from: string, to: string }} DayRange
+ * @typedef {{ day: string, events: number, eventsByType: Record<string, number>, activeUsers: number,
+ *   newUsers: number }} DailyRow
+ * @typedef {{ currency: string, netAmount: unknown, days: { day: string, netAmount: unknown }[] }} RevenueLine
+ * @typedef {{ campaign: string | null, newUsers: number, activeUsers: number, payers: number,
+ *   revenue: { currency: string, netAmount: unknown }[] }} CampaignRow
+ * @typedef {{ destroy(): void, setSize(size: { width: number, height: number }): void, height: number }} Chart
+ */
 /** The x series of every chart: a day, shown as its date in the legend. */
-const DAY_SERIES = { value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)) };
+const DAY_SERIES = {
+  /** @param {unknown} _u @param {number | null} v */
+  value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)),
+};
 /** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 const DAY_AXIS = {
   incrs: [DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 28 * DAY_S, 91 * DAY_S],
+  /** @param {unknown} _u @param {number[]} ticks */
   values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)),
 };
 
-/** The charts on screen, destroyed before new ones are drawn. */
+/**
+ * The charts on screen, destroyed before new ones are drawn.
+ * @type {Chart[]}
+ */
 let charts = [];
-/** The range on screen: {from, to}, UTC dates. */
+/**
+ * The range on screen, UTC dates.
+ * @type {DayRange | null}
+ */
 let shown = null;
 
 export function resetReports() {
@@ -35,9 +54,10 @@ export function resetReports() {
   for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total']) $(id).textContent = '';
 }
 
+/** @param {Date} d */
 const isoDay = (d) => d.toISOString().slice(0, 10);
 
-/** The last `days` days, today included (UTC). */
+/** The last `days` days, today included (UTC). @param {number} days @returns {DayRange} */
 function lastDays(days) {
   const to = new Date();
   const from = new Date(to.getTime() - (days - 1) * DAY_S * 1000);
@@ -47,12 +67,14 @@ function lastDays(days) {
 /** A slower answer for a range chosen earlier is not drawn over a later one. */
 const reportsRequest = latestOnly();
 
+/** @param {DayRange} [range] */
 export async function loadReports(range = shown ?? lastDays(Number($('report-days').value) || 30)) {
   const projectId = state.projectId;
   const current = reportsRequest();
   const q = `from=${range.from}&to=${range.to}`;
   $('reports-status').textContent = 'Loading…';
   try {
+    /** @type {[DailyRow[], RevenueLine[], CampaignRow[]]} */
     const [daily, revenue, campaigns] = await Promise.all([
       api('GET', `/admin/projects/${projectId}/reports/daily?${q}`),
       api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
@@ -72,6 +94,7 @@ function width() {
   return Math.max(280, Math.min(900, $('reports').clientWidth - 40));
 }
 
+/** @param {DailyRow[]} daily @param {RevenueLine[]} revenue @param {CampaignRow[]} campaigns */
 function draw(daily, revenue, campaigns) {
   for (const c of charts) c.destroy();
   charts = [];
@@ -79,9 +102,9 @@ function draw(daily, revenue, campaigns) {
 
   // Events stacked by type: each series is drawn as the running total up to it, the largest first, so each band
   // shows its own type; the legend shows the type's own count.
-  const present = TYPES.filter((t) => daily.some((d) => d.eventsByType[t] > 0));
+  const present = TYPES.filter((t) => daily.some((d) => (d.eventsByType[t] ?? 0) > 0));
   const own = present.map((t) => daily.map((d) => d.eventsByType[t] ?? 0));
-  const stacked = own.map((_, i) => daily.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + s[k], 0)));
+  const stacked = own.map((_, i) => daily.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + (s[k] ?? 0), 0)));
   const order = present.map((_, i) => present.length - 1 - i);
   charts.push(
     new uPlot(
@@ -92,13 +115,17 @@ function draw(daily, revenue, campaigns) {
           DAY_SERIES,
           ...order.map((i) => ({
             label: present[i],
-            stroke: COLORS[TYPES.indexOf(present[i])],
-            fill: COLORS[TYPES.indexOf(present[i])],
+            stroke: COLORS[TYPES.indexOf(present[i] ?? '')],
+            fill: COLORS[TYPES.indexOf(present[i] ?? '')],
             paths: uPlot.paths.bars({ size: [0.8, 40] }),
-            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i][k])),
+            /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
+            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i]?.[k])),
           })),
         ],
-        axes: [DAY_AXIS, { values: (_u, ticks) => ticks.map((t) => fmt(t)) }],
+        axes: [
+          DAY_AXIS,
+          { values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map((t) => fmt(t)) },
+        ],
         scales: { x: { time: true } },
       },
       [xs, ...order.map((i) => stacked[i])],
@@ -143,7 +170,8 @@ function draw(daily, revenue, campaigns) {
               label: r.currency,
               stroke: COLORS[i % COLORS.length],
               width: 2,
-              value: (_u, _v, _si, k) => (k === null ? '' : formatMoney(r.days[k].netAmount, r.currency)),
+              /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
+              value: (_u, _v, _si, k) => (k === null ? '' : formatMoney(r.days[k]?.netAmount, r.currency)),
             })),
           ],
           axes: [DAY_AXIS, {}],
@@ -180,12 +208,7 @@ function draw(daily, revenue, campaigns) {
   $('campaigns-empty').hidden = campaigns.length > 0;
 }
 
-// Charts follow the width of their section (a turned phone, a resized window).
-new ResizeObserver(() => {
-  for (const c of charts) c.setSize({ width: width(), height: c.height });
-}).observe($('reports'));
-
-/** A report's CSV, fetched with the admin token (a plain link cannot carry it), saved under the server's name. */
+/** A report's CSV, fetched with the admin token (a plain link cannot carry it), saved under the server's name. @param {string} report */
 async function download(report) {
   if (shown === null) return;
   const extra = report === 'revenue' ? '&by=day' : '';
@@ -205,26 +228,36 @@ async function download(report) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-for (const report of ['daily', 'revenue', 'campaigns'])
-  $(`report-csv-${report}`).addEventListener('click', () =>
-    download(report).catch((err) => {
-      $('reports-status').textContent = describe(err);
-    }),
+/** Attaches the range and download controls, and follows the section's width. */
+export function startReports() {
+  // Charts follow the width of their section (a turned phone, a resized window).
+  new ResizeObserver(() => {
+    for (const c of charts) c.setSize({ width: width(), height: c.height });
+  }).observe($('reports'));
+  for (const report of ['daily', 'revenue', 'campaigns'])
+    $(`report-csv-${report}`).addEventListener('click', () =>
+      download(report).catch((err) => {
+        $('reports-status').textContent = describe(err);
+      }),
+    );
+
+  $('report-days').addEventListener('change', () => {
+    const days = Number($('report-days').value);
+    $('report-custom').hidden = days !== 0;
+    if (days > 0) loadReports(lastDays(days));
+  });
+
+  $('report-custom').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ (e) => {
+      e.preventDefault();
+      const from = $('report-from').value;
+      const to = $('report-to').value;
+      if (from === '' || to === '') {
+        $('reports-status').textContent = 'Choose both days.';
+        return;
+      }
+      loadReports({ from, to });
+    },
   );
-
-$('report-days').addEventListener('change', () => {
-  const days = Number($('report-days').value);
-  $('report-custom').hidden = days !== 0;
-  if (days > 0) loadReports(lastDays(days));
-});
-
-$('report-custom').addEventListener('submit', (e) => {
-  e.preventDefault();
-  const from = $('report-from').value;
-  const to = $('report-to').value;
-  if (from === '' || to === '') {
-    $('reports-status').textContent = 'Choose both days.';
-    return;
-  }
-  loadReports({ from, to });
-});
+}

@@ -1,20 +1,21 @@
 // @ts-check
-// The admin page: sign-in and sign-out (the token lives in sessionStorage).
+// The admin page: signing in (the token lives in sessionStorage) and what the page shows once signed out.
 import { $, PROJECT_KEY, state, STORAGE_KEY } from './core.js';
-import { api, ApiError, describe } from './api.js';
+import { api, ApiError, describe, onSignOut, signOut } from './api.js';
 import { renderProjects, selectProject } from './projects.js';
-import { resetPlan } from './plan.js';
-import { resetQuarantine } from './quarantine.js';
-import { resetWatch } from './live.js';
-import { stopLive } from './counts.js';
 
+/** @typedef {import('./core.js').Project} Project */
+
+/** @param {string} message */
 export function showLoginError(message) {
   const p = $('login-error');
   p.textContent = message;
   p.hidden = message === '';
 }
 
+/** @param {string} token */
 export async function signIn(token) {
+  /** @type {Project[]} */
   const projects = await api('GET', '/admin/projects', undefined, token);
   sessionStorage.setItem(STORAGE_KEY, token);
   showLoginError('');
@@ -25,6 +26,7 @@ export async function signIn(token) {
   renderProjects();
   const wanted = /^#project=([0-9a-f-]{36})(?:&section=[a-z]+)?$/i.exec(location.hash);
   const remembered = sessionStorage.getItem(PROJECT_KEY);
+  /** @param {string | null | undefined} id */
   const byId = (id) => (id ? projects.find((p) => p.projectId === id.toLowerCase()) : undefined);
   // A link names a project on purpose; else the one this tab had open; a lone project needs no choosing.
   const initial = byId(wanted?.[1]) ?? byId(remembered) ?? (projects.length === 1 ? projects[0] : undefined);
@@ -32,15 +34,8 @@ export async function signIn(token) {
   if (initial) selectProject(initial.projectId);
 }
 
-export function signOut(message = '') {
-  sessionStorage.removeItem(STORAGE_KEY);
-  stopLive();
-  // The socket signed in with the token: it must not outlive the session.
-  resetWatch();
-  resetQuarantine();
-  resetPlan();
-  const dialog = $('token-dialog');
-  if (dialog.open) dialog.close();
+/** The page as a sign-out leaves it: no project, the sign-in form, and why (`message`). @param {string} message */
+function showSignedOut(message) {
   Object.assign(state, { projects: [], projectId: null, bots: [], dialogBot: null });
   $('project-list').replaceChildren();
   $('bots-body').replaceChildren();
@@ -56,26 +51,32 @@ export function signOut(message = '') {
   input.focus();
 }
 
-$('login-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const token = $('login-token').value.trim();
-  if (token === '') {
-    showLoginError('Enter the admin token.');
-    return;
-  }
-  const button = e.submitter ?? $('login-form').querySelector('button');
-  button.disabled = true;
-  try {
-    await signIn(token);
-  } catch (err) {
-    showLoginError(
-      err instanceof ApiError && err.status === 401
-        ? 'That admin token is not accepted (admin_unauthorized). Check it and try again.'
-        : describe(err),
-    );
-  } finally {
-    button.disabled = false;
-  }
-});
-
-$('sign-out').addEventListener('click', () => signOut());
+/** Attaches the sign-in form and the sign-out button; started after the views, so it is the last to hear a sign-out. */
+export function startSignIn() {
+  onSignOut(showSignedOut);
+  $('login-form').addEventListener(
+    'submit',
+    /** @param {SubmitEvent} e */ async (e) => {
+      e.preventDefault();
+      const token = $('login-token').value.trim();
+      if (token === '') {
+        showLoginError('Enter the admin token.');
+        return;
+      }
+      const button = e.submitter ?? $('login-form').querySelector('button');
+      button.disabled = true;
+      try {
+        await signIn(token);
+      } catch (err) {
+        showLoginError(
+          err instanceof ApiError && err.status === 401
+            ? 'That admin token is not accepted (admin_unauthorized). Check it and try again.'
+            : describe(err),
+        );
+      } finally {
+        button.disabled = false;
+      }
+    },
+  );
+  $('sign-out').addEventListener('click', () => signOut());
+}

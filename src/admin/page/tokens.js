@@ -1,9 +1,11 @@
 // @ts-check
 // The admin page: the token dialog (issue, list, revoke with a second click).
-import { $, el, latestOnly, state, timeEl } from './core.js';
-import { api, busy, describe, flash, isSignedOutError } from './api.js';
-import { botLabel } from './bots.js';
+import { $, botLabel, el, latestOnly, state, timeEl } from './core.js';
+import { api, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 
+/** @typedef {import('./core.js').TokenSummary} TokenSummary */
+
+/** @param {string} botId */
 export function openTokens(botId) {
   const bot = state.bots.find((b) => b.botId === botId);
   if (!bot) return;
@@ -25,6 +27,7 @@ function hideNewToken() {
   $('token-new').hidden = true;
 }
 
+/** @param {string} message */
 function tokenError(message) {
   $('token-error').textContent = message;
   $('token-error').hidden = message === '';
@@ -38,6 +41,7 @@ async function loadTokens() {
   if (!bot) return;
   const current = tokensRequest();
   try {
+    /** @type {TokenSummary[]} */
     const tokens = await api('GET', `/admin/bots/${bot.botId}/tokens`);
     if (bot !== state.dialogBot || !current()) return;
     $('token-body').replaceChildren(...tokens.map(tokenRow));
@@ -47,6 +51,7 @@ async function loadTokens() {
   }
 }
 
+/** @param {TokenSummary} t */
 function tokenRow(t) {
   const revoked = t.revokedAt !== null;
   const actions = el('td', { class: 'actions' });
@@ -66,14 +71,14 @@ function tokenRow(t) {
       'td',
       { 'data-testid': 'token-status', 'data-label': 'Status' },
       revoked
-        ? el('span', { class: 'badge off' }, 'revoked ', timeEl(t.revokedAt))
+        ? el('span', { class: 'badge off' }, 'revoked ', timeEl(/** @type {string} */ (t.revokedAt)))
         : el('span', { class: 'badge on' }, 'active'),
     ),
     actions,
   );
 }
 
-/** What a token's bucket is: its own limits, or the service's. */
+/** What a token's bucket is: its own limits, or the service's. @param {TokenSummary} t */
 function limitText(t) {
   if (t.rateLimitPerMin === null && t.rateLimitBurst === null) return 'default';
   const perMin = t.rateLimitPerMin === null ? 'default' : `${t.rateLimitPerMin.toLocaleString('en-US')}/min`;
@@ -81,6 +86,7 @@ function limitText(t) {
   return `${perMin}, burst ${burst}`;
 }
 
+/** @param {TokenSummary} t @param {boolean} revoked */
 function limitCell(t, revoked) {
   const cell = el('td', { 'data-testid': 'token-limit', 'data-label': 'Rate limit' });
   const show = () => {
@@ -103,8 +109,14 @@ function limitCell(t, revoked) {
   return cell;
 }
 
-/** Inline: requests a minute and burst, each empty for the service's default. */
+/**
+ * Inline: requests a minute and burst, each empty for the service's default.
+ * @param {HTMLElement} cell
+ * @param {TokenSummary} t
+ * @param {() => void} cancel
+ */
 function editLimit(cell, t, cancel) {
+  /** @param {string} testid @param {string} label @param {number | null} value @returns {HTMLInputElement} */
   const field = (testid, label, value) =>
     el('input', {
       type: 'number',
@@ -121,6 +133,7 @@ function editLimit(cell, t, cancel) {
   const save = el('button', { type: 'button', 'data-testid': 'token-limit-save' }, 'Save');
   const back = el('button', { type: 'button', class: 'secondary', 'data-testid': 'token-limit-cancel' }, 'Cancel');
   back.addEventListener('click', cancel);
+  /** @param {HTMLInputElement} input */
   const value = (input) => (input.value.trim() === '' ? null : Number(input.value));
   save.addEventListener('click', () =>
     busy(
@@ -140,7 +153,11 @@ function editLimit(cell, t, cancel) {
   perMin.focus();
 }
 
-// Revoking is final, so it takes a second, explicit click (no native confirm(): it blocks and is hard to style).
+/**
+ * Revoking is final, so it takes a second, explicit click (no native confirm(): it blocks and is hard to style).
+ * @param {HTMLElement} cell
+ * @param {TokenSummary} t
+ */
 function showRevoke(cell, t) {
   const revoke = el(
     'button',
@@ -172,54 +189,66 @@ function showRevoke(cell, t) {
   cell.replaceChildren(revoke);
 }
 
-$('token-create').addEventListener('click', (e) => {
-  const bot = state.dialogBot;
-  if (!bot) return;
-  tokenError('');
-  busy(
-    e.currentTarget,
-    async () => {
-      const created = await api('POST', `/admin/bots/${bot.botId}/tokens`);
-      if (bot !== state.dialogBot) return;
-      const input = $('token-new-value');
-      input.value = created.token;
-      $('token-copy-status').textContent = '';
-      $('token-new').hidden = false;
+/** Attaches the token dialog's buttons; a sign-out closes it. */
+export function startTokens() {
+  onSignOut(() => {
+    const dialog = $('token-dialog');
+    if (dialog.open) dialog.close();
+  });
+  $('token-create').addEventListener(
+    'click',
+    /** @param {MouseEvent} e */ (e) => {
+      const bot = state.dialogBot;
+      if (!bot) return;
+      tokenError('');
+      busy(
+        /** @type {HTMLButtonElement} */ (e.currentTarget),
+        async () => {
+          const created = await api('POST', `/admin/bots/${bot.botId}/tokens`);
+          if (bot !== state.dialogBot) return;
+          const input = $('token-new-value');
+          input.value = created.token;
+          $('token-copy-status').textContent = '';
+          $('token-new').hidden = false;
+          input.focus();
+          input.select();
+          await loadTokens();
+        },
+        (err) => tokenError(describe(err)),
+      );
+    },
+  );
+
+  $('token-copy').addEventListener('click', async () => {
+    const input = $('token-new-value');
+    const status = $('token-copy-status');
+    try {
+      if (!navigator.clipboard) throw new Error('no clipboard API');
+      await navigator.clipboard.writeText(input.value);
+      status.textContent = 'Copied to the clipboard.';
+    } catch {
+      // No clipboard permission (or an insecure origin): select the text so the user can copy it.
       input.focus();
       input.select();
-      await loadTokens();
-    },
-    (err) => tokenError(describe(err)),
-  );
-});
-
-$('token-copy').addEventListener('click', async () => {
-  const input = $('token-new-value');
-  const status = $('token-copy-status');
-  try {
-    if (!navigator.clipboard) throw new Error('no clipboard API');
-    await navigator.clipboard.writeText(input.value);
-    status.textContent = 'Copied to the clipboard.';
-  } catch {
-    // No clipboard permission (or an insecure origin): select the text so the user can copy it.
-    input.focus();
-    input.select();
-    let copied = false;
-    try {
-      copied = document.execCommand('copy');
-    } catch {
-      copied = false;
+      let copied = false;
+      try {
+        copied = document.execCommand('copy');
+      } catch {
+        copied = false;
+      }
+      status.textContent = copied ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
     }
-    status.textContent = copied ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
-  }
-});
+  });
 
-$('token-dialog-close').addEventListener('click', () => $('token-dialog').close());
-$('token-dialog').addEventListener('close', () => {
-  hideNewToken();
-  const botId = state.dialogBot?.botId;
-  state.dialogBot = null;
-  // Back to the button that opened the dialog (the table may have been re-rendered meanwhile).
-  const row = botId && [...$('bots-body').querySelectorAll('tr')].find((r) => r.dataset.botId === botId);
-  if (row) row.querySelector('[data-testid="bot-tokens"]').focus();
-});
+  $('token-dialog-close').addEventListener('click', () => $('token-dialog').close());
+  $('token-dialog').addEventListener('close', () => {
+    hideNewToken();
+    const botId = state.dialogBot?.botId;
+    state.dialogBot = null;
+    // Back to the button that opened the dialog (the table may have been re-rendered meanwhile).
+    /** @type {HTMLTableRowElement[]} */
+    const rows = [...$('bots-body').querySelectorAll('tr')];
+    const row = botId && rows.find((r) => r.dataset.botId === botId);
+    if (row) /** @type {HTMLElement | null} */ (row.querySelector('[data-testid="bot-tokens"]'))?.focus();
+  });
+}
