@@ -397,24 +397,27 @@ async function backupOrRestore(env: CliEnv, argv: string[]): Promise<number> {
     throw new UsageError(
       `${argv[0]} is for the embedded database; with DATABASE_URL, back up your PostgreSQL with its own tools (pg_basebackup, pg_dump)`,
     );
+  // `npm run` starts in the package's folder: a relative path is the operator's, from where they typed it.
+  const path = resolve(process.env.INIT_CWD ?? process.cwd(), dir);
   try {
     if (argv[0] === 'backup') {
-      const manifest = await backup(env.dataDir, resolve(dir));
-      process.stdout.write(`${JSON.stringify({ backup: resolve(dir), ...manifest }, null, 2)}\n`);
+      const manifest = await backup(env.dataDir, path);
+      process.stdout.write(`${JSON.stringify({ backup: path, ...manifest }, null, 2)}\n`);
       return 0;
     }
     // Held while it copies: no service may start on a half-restored DATA_DIR.
     const lock = lockDataDir(env.dataDir);
     try {
-      const manifest = restore(resolve(dir), env.dataDir);
+      const manifest = restore(path, env.dataDir);
       process.stdout.write(`${JSON.stringify({ restoredInto: resolve(env.dataDir), ...manifest }, null, 2)}\n`);
     } finally {
       lock.release();
     }
     return 0;
   } catch (err) {
-    if (!(err instanceof BackupError) && !(err instanceof DataDirInUse)) throw err;
-    process.stderr.write(`${err.message}\n`);
+    // A backup or restore that fails says why in a line, whatever failed (a full disk, a refused connection).
+    const known = err instanceof BackupError || err instanceof DataDirInUse;
+    process.stderr.write(`${argv[0]} failed: ${known ? err.message : String((err as Error).message ?? err)}\n`);
     return 1;
   }
 }

@@ -36,16 +36,17 @@ export interface App {
 
 /**
  * The wings, in the order their routes are registered (the admin page before the admin API; operations, with the 404
- * of every other path, last) and started; they stop in reverse order.
+ * of every other path, last) and started; they stop in reverse order, so ingestion, which records when tokens were
+ * used, stops before the background jobs that may take a while to end (a fold, an erasure's step).
  */
 function wings(s: Shared, closing: () => boolean): Wing[] {
   let document: Record<string, unknown> | null = null;
   const built: Wing[] = [
-    ingestionWing(s, closing),
     adminWing(s),
     qualityWing(s),
     reportsWing(s),
     privacyWing(s),
+    ingestionWing(s, closing),
     operationsWing(s, closing, () => (document ??= openApiDocument(allRoutes(built), allSchemas(built)))),
   ];
   return built;

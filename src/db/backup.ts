@@ -1,16 +1,33 @@
 // A consistent backup of the embedded database while the service runs, and its restore into a fresh DATA_DIR. The
 // embedded build ships no pg_dump or pg_basebackup, so this is PostgreSQL's low-level base backup: pg_backup_start,
-// a copy of the cluster's files, pg_backup_stop, and the WAL written meanwhile (held by a temporary replication slot
-// of the backup's own session, so no checkpoint recycles it first). Started on the copy, PostgreSQL replays that WAL
-// from the checkpoint named in backup_label and opens the database as it was when the backup stopped.
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, chmodSync } from 'node:fs';
-import { join } from 'node:path';
+// a copy of the cluster's files, pg_backup_stop, and the WAL written from the start on (held by a temporary
+// replication slot of the backup's own session, so no checkpoint recycles it first). Started on the copy, PostgreSQL
+// replays that WAL from the checkpoint named in backup_label to a consistent state.
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import postgres from 'postgres';
 
 /** DATA_DIR's own files a backup carries: the database's passwords, the admin token, the development key. */
 const KEPT_BESIDE = ['postgres-password', 'service-password', 'admin-token', 'initdata-dev-key.pem'];
 /** Written last: a backup without it did not finish. */
 export const MANIFEST = 'backup.json';
+/** Where a restore copies the cluster before it is renamed into place: a DATA_DIR holding it was cut short. */
+export const RESTORING = 'postgres.restoring';
 /** Whose contents a base backup leaves out (PostgreSQL's documentation: "Making a Base Backup Using the Low Level API"). */
 const EMPTIED = new Set([
   'pg_wal',
@@ -24,6 +41,8 @@ const EMPTIED = new Set([
 ]);
 /** Files of the running server that a copy must not carry. */
 const LEFT_OUT = new Set(['postmaster.pid', 'postmaster.opts', 'server.log', 'backup_label', 'tablespace_map']);
+/** Temporary relations (the writer's staging tables): gone at the next start, and they come and go while copied. */
+const TEMP_RELATION = /^t\d+_\d+/;
 
 export interface BackupManifest {
   label: string;
@@ -37,10 +56,6 @@ export interface BackupManifest {
 
 export class BackupError extends Error {}
 
-function emptyOrAbsent(dir: string): boolean {
-  return !existsSync(dir) || readdirSync(dir).length === 0;
-}
-
 /** The running embedded cluster's superuser connection, from DATA_DIR. */
 function superuser(dataDir: string): string {
   const cluster = join(dataDir, 'postgres');
@@ -53,27 +68,74 @@ function superuser(dataDir: string): string {
   return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 }
 
-/** Copies the cluster's files, leaving out what a base backup leaves out (the directories stay, empty). */
-function copyCluster(cluster: string, to: string): void {
-  cpSync(cluster, to, {
-    recursive: true,
-    preserveTimestamps: true,
-    filter: (src) => {
-      const rel = src.slice(cluster.length + 1);
-      if (rel === '') return true;
-      const [top, ...rest] = rel.split('/');
-      if (rest.length === 0 && (LEFT_OUT.has(top!) || top!.startsWith('.s.PGSQL.'))) return false;
-      if (EMPTIED.has(top!) && rest.length > 0) return false;
-      return !rel.endsWith('pg_internal.init') && !rel.includes('pgsql_tmp');
-    },
-  });
+const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * Copies a tree file by file, each file flushed to disk. A file or directory gone while it is copied (a relation
+ * dropped or truncated, a segment recycled) is skipped, as pg_basebackup skips it: WAL replay brings back what the
+ * database holds. `keep` says what is copied, by its path below `from`.
+ */
+function copyTree(from: string, to: string, keep: (rel: string) => boolean, rel = ''): void {
+  mkdirSync(to, { recursive: true, mode: 0o700 });
+  let names: string[];
+  try {
+    names = readdirSync(from);
+  } catch (err) {
+    if (missing(err)) return;
+    throw err;
+  }
+  for (const name of names) {
+    const sub = rel === '' ? name : `${rel}/${name}`;
+    if (!keep(sub)) continue;
+    const src = join(from, name);
+    const dst = join(to, name);
+    try {
+      const st = lstatSync(src);
+      if (st.isDirectory()) copyTree(src, dst, keep, sub);
+      else if (st.isFile()) {
+        copyFileSync(src, dst);
+        chmodSync(dst, st.mode & 0o777);
+        flush(dst);
+      }
+    } catch (err) {
+      if (!missing(err)) throw err;
+    }
+  }
+  flush(to);
 }
 
-/** A backup of the embedded database of `dataDir`, taken while it runs, into `to` (absent or empty). */
+function flush(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function writeFlushed(path: string, text: string, mode = 0o600): void {
+  writeFileSync(path, text, { mode });
+  flush(path);
+}
+
+const inside = (path: string, dir: string) => {
+  const r = relative(dir, path);
+  return r === '' || (!r.startsWith('..') && !r.startsWith(sep) && r !== '..');
+};
+
+/** A backup of the embedded database of `dataDir`, taken while it runs, into `to`, a directory it creates. */
 export async function backup(dataDir: string, to: string): Promise<BackupManifest> {
-  if (!emptyOrAbsent(to)) throw new BackupError(`${to} is not empty: a backup goes into a directory of its own`);
+  const target = resolve(to);
+  if (existsSync(target)) throw new BackupError(`${target} exists: a backup goes into a new directory`);
+  if (!existsSync(dirname(target))) throw new BackupError(`${dirname(target)} does not exist`);
   const url = superuser(dataDir);
-  const cluster = join(dataDir, 'postgres');
+  // The cluster where it really is (DATA_DIR/postgres may be a link), and never a target inside DATA_DIR.
+  const cluster = realpathSync(join(dataDir, 'postgres'));
+  const parent = realpathSync(dirname(target));
+  if (inside(parent, realpathSync(dataDir)) || inside(parent, cluster))
+    throw new BackupError(`${target} is inside DATA_DIR: a backup goes elsewhere`);
+  // Its own, and readable by nobody else: it holds the database and the admin token.
+  mkdirSync(target, { mode: 0o700 });
   // One connection, one session from start to stop: the backup and the slot that keeps its WAL both belong to it.
   const sql = postgres(url, {
     max: 1,
@@ -83,49 +145,76 @@ export async function backup(dataDir: string, to: string): Promise<BackupManifes
   });
   const startedAt = new Date().toISOString();
   const label = `tg-ingest ${startedAt}`;
+  const slot = `tg_ingest_backup_${process.pid}`;
   try {
-    const slot = `tg_ingest_backup_${process.pid}`;
     await sql`SELECT pg_create_physical_replication_slot(${slot}, true, true)`;
-    const [{ lsn: startLsn }] = await sql<{ lsn: string }[]>`SELECT pg_backup_start(${label}, true)::text AS lsn`;
-    mkdirSync(to, { recursive: true, mode: 0o700 });
-    copyCluster(cluster, join(to, 'postgres'));
+    const [started] = await sql<{ lsn: string; wal: string }[]>`
+      SELECT lsn::text, pg_walfile_name(lsn) AS wal FROM pg_backup_start(${label}, true) AS lsn`;
+    copyTree(cluster, join(target, 'postgres'), (rel) => {
+      const [top, ...rest] = rel.split('/');
+      if (rest.length === 0) return !LEFT_OUT.has(top!) && !top!.startsWith('.s.PGSQL.');
+      if (EMPTIED.has(top!)) return false;
+      const name = rest.at(-1)!;
+      return name !== 'pg_internal.init' && name !== 'pgsql_tmp' && !(top === 'base' && TEMP_RELATION.test(name));
+    });
     const [stop] = await sql<{ lsn: string; labelfile: string; spcmapfile: string }[]>`
       SELECT lsn::text, labelfile, spcmapfile FROM pg_backup_stop(false)`;
-    // The WAL from the start's checkpoint to the stop (the stop switched to a new segment: the last one is whole).
-    const wal = join(cluster, 'pg_wal');
-    for (const f of readdirSync(wal))
-      if (statSync(join(wal, f)).isFile()) cpSync(join(wal, f), join(to, 'postgres', 'pg_wal', f));
-    writeFileSync(join(to, 'postgres', 'backup_label'), stop!.labelfile);
-    if (stop!.spcmapfile !== '') writeFileSync(join(to, 'postgres', 'tablespace_map'), stop!.spcmapfile);
-    chmodSync(join(to, 'postgres'), 0o700);
+    // The slot gives up WAL past max_slot_wal_keep_size: a backup that took that long lacks some.
+    const [held] = await sql<{ status: string | null }[]>`
+      SELECT wal_status AS status FROM pg_replication_slots WHERE slot_name = ${slot}`;
+    if (held?.status === 'lost')
+      throw new BackupError('the backup took so long that PostgreSQL recycled WAL it needed: take it again');
+    // The WAL from the start's segment on (the stop switched to a new segment: the last one needed is whole).
+    copyTree(join(cluster, 'pg_wal'), join(target, 'postgres', 'pg_wal'), (rel) => !rel.includes('/'), '');
+    for (const f of readdirSync(join(target, 'postgres', 'pg_wal')))
+      if (/^[0-9A-F]{24}$/.test(f) && f < started!.wal) rmSync(join(target, 'postgres', 'pg_wal', f));
+    writeFlushed(join(target, 'postgres', 'backup_label'), stop!.labelfile);
+    if (stop!.spcmapfile !== '') writeFlushed(join(target, 'postgres', 'tablespace_map'), stop!.spcmapfile);
     for (const f of KEPT_BESIDE)
-      if (existsSync(join(dataDir, f))) cpSync(join(dataDir, f), join(to, f), { preserveTimestamps: true });
+      if (existsSync(join(dataDir, f))) writeFlushed(join(target, f), readFileSync(join(dataDir, f), 'utf8'));
     const manifest: BackupManifest = {
       label,
-      startLsn,
+      startLsn: started!.lsn,
       stopLsn: stop!.lsn,
       startedAt,
       finishedAt: new Date().toISOString(),
       postgresVersion: readFileSync(join(cluster, 'PG_VERSION'), 'utf8').trim(),
     };
-    writeFileSync(join(to, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    writeFlushed(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+    flush(target);
     return manifest;
   } finally {
+    // Ending the session ends a backup still under way and drops the temporary slot.
     await sql.end({ timeout: 5 });
   }
 }
 
-/** Copies a finished backup into `dataDir`, which holds no database yet; the service started there recovers it. */
+/**
+ * Copies a finished backup into `dataDir`, which must hold nothing yet (the lock file of whoever restores aside, and
+ * the files of this backup an earlier restore cut short wrote); the service started there recovers it. The cluster is copied beside its place and renamed into it last, so a restore
+ * cut short leaves no database a service would start on (EmbeddedPostgres refuses a DATA_DIR holding RESTORING).
+ */
 export function restore(from: string, dataDir: string): BackupManifest {
-  const manifestFile = join(from, MANIFEST);
+  const source = resolve(from);
+  const manifestFile = join(source, MANIFEST);
   if (!existsSync(manifestFile))
-    throw new BackupError(`${from} holds no finished backup (no ${MANIFEST}): it was cut short, or is not a backup`);
-  if (existsSync(join(dataDir, 'postgres')))
-    throw new BackupError(`${dataDir} already holds a database: restore into a fresh DATA_DIR`);
+    throw new BackupError(`${source} holds no finished backup (no ${MANIFEST}): it was cut short, or is not a backup`);
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as BackupManifest;
+  // What an earlier restore of this backup cut short left goes, or stays as it is (its files, the same as the
+  // backup's); anything else means this DATA_DIR is not fresh.
+  rmSync(join(dataDir, RESTORING), { recursive: true, force: true });
+  const same = (f: string) =>
+    KEPT_BESIDE.includes(f) &&
+    existsSync(join(source, f)) &&
+    readFileSync(join(source, f), 'utf8') === readFileSync(join(dataDir, f), 'utf8');
+  const held = existsSync(dataDir) ? readdirSync(dataDir).filter((f) => f !== 'tg-ingest.pid' && !same(f)) : [];
+  if (held.length > 0)
+    throw new BackupError(`${dataDir} is not empty (${held.slice(0, 3).join(', ')}): restore into a fresh DATA_DIR`);
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
-  for (const f of readdirSync(from))
-    if (f !== MANIFEST) cpSync(join(from, f), join(dataDir, f), { recursive: true, preserveTimestamps: true });
-  chmodSync(join(dataDir, 'postgres'), 0o700);
+  copyTree(join(source, 'postgres'), join(dataDir, RESTORING), () => true);
+  for (const f of KEPT_BESIDE)
+    if (existsSync(join(source, f))) writeFlushed(join(dataDir, f), readFileSync(join(source, f), 'utf8'));
+  renameSync(join(dataDir, RESTORING), join(dataDir, 'postgres'));
+  flush(dataDir);
   return manifest;
 }

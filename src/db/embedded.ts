@@ -27,6 +27,7 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
+import { RESTORING } from './backup.js';
 
 const run = promisify(execFile);
 
@@ -184,6 +185,10 @@ export class EmbeddedPostgres {
     const bin = await binaries(binDir);
     const r = await runner();
     const cluster = join(dir, 'postgres');
+    if (existsSync(join(dir, RESTORING)))
+      throw new Error(
+        `a restore into ${dir} was cut short (${RESTORING} is there): run the restore again, or remove ${join(dir, RESTORING)} and start afresh`,
+      );
     mkdirSync(dir, { recursive: true, mode: 0o755 });
     const superuserFile = join(dir, 'postgres-password');
     const serviceFile = join(dir, 'service-password');
@@ -387,6 +392,8 @@ async function launch(
     'shared_buffers=256MB',
     'max_wal_size=4GB',
     'checkpoint_timeout=15min',
+    // A backup's slot holds WAL while the backup runs: never past this, whatever becomes of the backup (backup.ts).
+    'max_slot_wal_keep_size=16GB',
   ];
   const c = command(r, bin.postgres, ['-D', cluster, '-p', String(port), ...settings.flatMap((s) => ['-c', s])]);
   const logFd = openSync(join(cluster, 'server.log'), 'a');

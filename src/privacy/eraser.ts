@@ -26,7 +26,8 @@ type Own =
   | { phase: 'events'; part: string; from: number; summarized: boolean }
   | { phase: 'users' }
   | { phase: 'quarantine'; after: number };
-/** The eraser's own steps, then the parts' (ErasurePart), or `done` when there is none. */
+const OWN_PHASES = new Set(['events', 'users', 'quarantine']);
+/** The eraser's own steps, then the parts' (ErasurePart). */
 type Step = Own | ErasureStep;
 
 interface Job {
@@ -67,6 +68,10 @@ export class Eraser {
   ) {}
 
   start(): void {
+    // A part's phase named as one of the eraser's own would be taken for it.
+    for (const part of this.parts)
+      for (const phase of part.phases)
+        if (OWN_PHASES.has(phase)) throw new Error(`an erasure part names the eraser's own phase ${phase}`);
     this.schedule(0);
   }
 
@@ -233,10 +238,12 @@ export class Eraser {
           RETURNING 1
         )
         SELECT (SELECT max(id) FROM slice)::text AS last, (SELECT count(*) FROM gone)::int AS gone`;
-      const next: Step =
-        r!.last === null
-          ? (this.parts[0]?.start ?? { phase: 'done' })
-          : { phase: 'quarantine', after: Number(r!.last) };
+      const first = this.parts[0];
+      if (r!.last === null && first === undefined) {
+        await move(s, { quarantine: r!.gone });
+        return void (await this.finish(tx, j));
+      }
+      const next: Step = r!.last === null ? first!.start : { phase: 'quarantine', after: Number(r!.last) };
       return void (await move(next, { quarantine: r!.gone }));
     }
     // The parts of other features, in their order; a step that belongs to none (stored by a part since removed) ends.
@@ -249,7 +256,11 @@ export class Eraser {
     }
     const following = this.parts[at + 1];
     if (at !== -1 && following !== undefined) return void (await move(following.start));
-    // Done: the ids stay only while they are suppressed.
+    await this.finish(tx, j);
+  }
+
+  /** The erasure done: the ids stay only while they are suppressed. */
+  private async finish(tx: Tx, j: Job): Promise<void> {
     await tx`
       UPDATE erasures SET status = 'done', finished_at = now(), step = '{}', attempts = 0, retry_at = NULL, error = NULL,
         user_ids = CASE WHEN suppress

@@ -2,7 +2,7 @@
 // opens a consistent copy (every event acknowledged before the backup began, nothing that was never acknowledged,
 // the usage ledger equal to the events), with the same admin token and API tokens.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,7 @@ describe('backup and restore of the embedded database', () => {
       })();
       await expect.poll(() => acked.length, { timeout: 20_000 }).toBeGreaterThan(2000);
       const before = new Set(acked);
+      expect(cli(first, 'backup', join(first, 'inside')).err).toContain('is inside DATA_DIR');
       const made = cli(first, 'backup', saved);
       expect(made.status, made.err).toBe(0);
       expect(JSON.parse(made.out)).toMatchObject({ backup: saved, postgresVersion: '18' });
@@ -61,13 +62,22 @@ describe('backup and restore of the embedded database', () => {
 
       // Into a DATA_DIR that holds a database already: refused, nothing touched.
       const over = cli(first, 'restore', saved);
-      expect([over.status, over.err]).toEqual([1, expect.stringContaining('already holds a database')]);
+      expect([over.status, over.err]).toEqual([1, expect.stringContaining('is not empty')]);
       // A backup cut short (no manifest) is no backup.
       const cut = join(root, 'cut');
       cpSync(saved, cut, { recursive: true });
       rmSync(join(cut, 'backup.json'));
       expect(cli(second, 'restore', cut).err).toContain('holds no finished backup');
       expect(existsSync(join(second, 'postgres'))).toBe(false);
+      // A target that exists, or inside DATA_DIR: refused before anything starts.
+      expect(cli(first, 'backup', saved).err).toContain('exists: a backup goes into a new directory');
+
+      // A restore cut short (its cluster still beside its place): no service starts on it.
+      const halfway = join(root, 'halfway');
+      mkdirSync(join(halfway, 'postgres.restoring'), { recursive: true });
+      await expect(startServer('', { DATA_DIR: halfway, ADMIN_TOKEN: '' })).rejects.toThrow(
+        /restore into .* was cut short/,
+      );
 
       const restored = cli(second, 'restore', saved);
       expect(restored.status, restored.err).toBe(0);

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAGE_ASSETS } from '../../src/admin/page.js';
+import { PAGE_ASSETS } from '../../src/admin/page-assets.js';
 import { PATHS } from '../../src/base/endpoints.js';
 import { ERRORS } from '../../src/base/errors.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';

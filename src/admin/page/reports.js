@@ -6,7 +6,7 @@
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError } from './api.js';
 import { formatMoney } from './format.js';
-// @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page.ts); typed loosely here.
+// @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page-assets.ts); typed loosely here.
 import uPlot from './uplot.js';
 
 const TYPES = ['message', 'interaction', 'payment', 'membership', 'business', 'poll', 'reaction', 'boost', 'platform'];

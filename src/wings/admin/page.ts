@@ -1,5 +1,5 @@
 // The admin page, its files, and the live view's WebSocket: what a person signed in with the admin token looks at.
-import { PAGE_ASSETS, pageReplies } from '../../admin/page.js';
+import { PAGE_ASSETS, pageReplies } from '../../admin/page-assets.js';
 import { PATHS } from '../../base/endpoints.js';
 import type { LiveHub } from '../../http/live.js';
 import type { Route } from '../../http/route.js';
