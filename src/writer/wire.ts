@@ -9,32 +9,12 @@
 // Only what the writer needs: simple queries (text results), COPY FROM STDIN, cleartext, MD5 and
 // SCRAM-SHA-256 authentication, TCP (no Nagle) or a Unix socket, TLS when the URL asks for it.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import type { Socket } from 'node:net';
+import { ConnectionLost, PgError } from './wire-errors.js';
+import { negotiateTls, openSocket, parseUrl, type Target } from './wire-socket.js';
 
-/** An ErrorResponse: `code` is the SQLSTATE. */
-export class PgError extends Error {
-  constructor(
-    message: string,
-    readonly code: string,
-    readonly constraint_name: string | undefined,
-    readonly detail: string | undefined,
-  ) {
-    super(message);
-    this.name = 'PgError';
-  }
-}
+export { ConnectionLost, PgError } from './wire-errors.js';
 
-/** The socket failed, closed, or the server broke the protocol: the session is gone. */
-export class ConnectionLost extends Error {
-  readonly code = 'CONNECTION_LOST';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConnectionLost';
-  }
-}
-
-/** `copyData`: the rows of a COPY FROM STDIN, in one piece or several (sent in order). */
 export type ScriptPart = { sql: string } | { copyData: Uint8Array | readonly Uint8Array[] };
 
 export interface StatementResult {
@@ -62,40 +42,6 @@ export interface WireOptions {
   connectTimeoutMs: number;
 }
 
-interface Target {
-  path?: string;
-  host: string;
-  port: number;
-  user: string;
-  password: string;
-  database: string;
-  ssl: 'disable' | 'prefer' | 'require' | 'verify-full';
-}
-
-function parseUrl(url: string): Target {
-  const u = new URL(url);
-  const socketDir = u.searchParams.get('host');
-  const port = Number(u.port || 5432);
-  const mode = u.searchParams.get('sslmode') ?? u.searchParams.get('ssl');
-  const ssl =
-    mode === 'require' || mode === 'true'
-      ? 'require'
-      : mode === 'verify-full' || mode === 'verify-ca'
-        ? 'verify-full'
-        : mode === 'prefer'
-          ? 'prefer'
-          : 'disable';
-  return {
-    ...(socketDir?.startsWith('/') ? { path: `${socketDir}/.s.PGSQL.${port}` } : {}),
-    host: decodeURIComponent(u.hostname) || '127.0.0.1',
-    port,
-    user: decodeURIComponent(u.username) || 'postgres',
-    password: decodeURIComponent(u.password),
-    database: decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres',
-    ssl,
-  };
-}
-
 function header(type: string, bodyLength: number): Buffer {
   const head = Buffer.allocUnsafe(5);
   head.write(type, 0, 'latin1');
@@ -110,46 +56,6 @@ function message(type: string, body: Buffer): Buffer {
 const cstr = (s: string) => Buffer.from(`${s}\0`, 'utf8');
 const COPY_DONE = message('c', Buffer.alloc(0));
 const COPY_CHUNK = 256 * 1024;
-
-function openSocket(t: Target, timeoutMs: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const sock =
-      t.path !== undefined ? netConnect({ path: t.path }) : netConnect({ host: t.host, port: t.port, noDelay: true });
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new ConnectionLost(`connecting to ${t.path ?? `${t.host}:${t.port}`} timed out`));
-    }, timeoutMs);
-    sock.once('connect', () => {
-      clearTimeout(timer);
-      sock.off('error', onError);
-      resolve(sock);
-    });
-    const onError = (err: Error) => {
-      clearTimeout(timer);
-      reject(new ConnectionLost(err.message));
-    };
-    sock.once('error', onError);
-  });
-}
-
-/** Asks for TLS (SSLRequest) and upgrades the socket when the server agrees. */
-function negotiateTls(sock: Socket, t: Target): Promise<Socket> {
-  if (t.ssl === 'disable' || t.path !== undefined) return Promise.resolve(sock);
-  return new Promise((resolve, reject) => {
-    const req = Buffer.alloc(8);
-    req.writeInt32BE(8, 0);
-    req.writeInt32BE(80877103, 4);
-    sock.once('data', (b) => {
-      if (b[0] === 0x53) {
-        const tls = tlsConnect({ socket: sock, servername: t.host, rejectUnauthorized: t.ssl === 'verify-full' });
-        tls.once('secureConnect', () => resolve(tls as unknown as Socket));
-        tls.once('error', (err) => reject(new ConnectionLost(err.message)));
-      } else if (t.ssl === 'require' || t.ssl === 'verify-full') reject(new ConnectionLost('the server refused TLS'));
-      else resolve(sock);
-    });
-    sock.write(req);
-  });
-}
 
 interface Pending {
   result: QueryResult;
