@@ -3,7 +3,7 @@
 // running service's own note in DATA_DIR, else http://127.0.0.1:$PORT.
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { loadDevKey, signInitData } from '../auth/dev-key.js';
 import { readCliEnv } from '../config/config.js';
 import { DataDirInUse, lockDataDir, readRuntime } from '../config/data-dir.js';
@@ -54,9 +54,9 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               webapp endpoint (the service trusts that key with the
                                               embedded database, or with INITDATA_DEV_KEY_FILE)
   db                                          a psql-ready connection string for the embedded database
-  backup <dir>                                a consistent backup of the embedded database (and DATA_DIR's
+  backup </abs/dir>                           a consistent backup of the embedded database (and DATA_DIR's
                                               passwords, admin token and development key) while it runs
-  restore <dir>                               a backup into DATA_DIR, which must hold no database yet; the
+  restore </abs/dir>                          a backup into DATA_DIR, which must hold nothing yet; the
                                               service started there opens the data as the backup left it
 
 Every command prints JSON; --table prints a table instead.
@@ -397,8 +397,10 @@ async function backupOrRestore(env: CliEnv, argv: string[]): Promise<number> {
     throw new UsageError(
       `${argv[0]} is for the embedded database; with DATABASE_URL, back up your PostgreSQL with its own tools (pg_basebackup, pg_dump)`,
     );
-  // `npm run` starts in the package's folder: a relative path is the operator's, from where they typed it.
-  const path = resolve(process.env.INIT_CWD ?? process.cwd(), dir);
+  // `npm run` starts in the package's folder, not where the operator typed the command: a relative path would
+  // depend on how the CLI was started.
+  if (!isAbsolute(dir)) throw new UsageError(`${argv[0]} takes an absolute path (${dir} is relative)`);
+  const path = resolve(dir);
   try {
     if (argv[0] === 'backup') {
       const manifest = await backup(env.dataDir, path);

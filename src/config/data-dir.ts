@@ -3,7 +3,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const LOCK = 'tg-ingest.pid';
+/** The lock file's name in DATA_DIR. */
+export const LOCK = 'tg-ingest.pid';
 const RUNTIME = 'service.json';
 
 export class DataDirInUse extends Error {

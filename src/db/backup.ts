@@ -19,8 +19,9 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import postgres from 'postgres';
+import { LOCK } from '../config/data-dir.js';
 
 /** DATA_DIR's own files a backup carries: the database's passwords, the admin token, the development key. */
 const KEPT_BESIDE = ['postgres-password', 'service-password', 'admin-token', 'initdata-dev-key.pem'];
@@ -71,17 +72,17 @@ function superuser(dataDir: string): string {
 const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
 /**
- * Copies a tree file by file, each file flushed to disk. A file or directory gone while it is copied (a relation
- * dropped or truncated, a segment recycled) is skipped, as pg_basebackup skips it: WAL replay brings back what the
- * database holds. `keep` says what is copied, by its path below `from`.
+ * Copies a tree file by file, each file flushed to disk. From a running cluster a file or directory gone while it is
+ * copied (a relation dropped or truncated) is skipped, as pg_basebackup skips it: WAL replay brings back what the
+ * database holds; `strict` (a restore) skips nothing. `keep` says what is copied, by its path below `from`.
  */
-function copyTree(from: string, to: string, keep: (rel: string) => boolean, rel = ''): void {
+function copyTree(from: string, to: string, keep: (rel: string) => boolean, strict = false, rel = ''): void {
   mkdirSync(to, { recursive: true, mode: 0o700 });
   let names: string[];
   try {
     names = readdirSync(from);
   } catch (err) {
-    if (missing(err)) return;
+    if (missing(err) && !strict) return;
     throw err;
   }
   for (const name of names) {
@@ -91,14 +92,14 @@ function copyTree(from: string, to: string, keep: (rel: string) => boolean, rel 
     const dst = join(to, name);
     try {
       const st = lstatSync(src);
-      if (st.isDirectory()) copyTree(src, dst, keep, sub);
+      if (st.isDirectory()) copyTree(src, dst, keep, strict, sub);
       else if (st.isFile()) {
         copyFileSync(src, dst);
         chmodSync(dst, st.mode & 0o777);
         flush(dst);
       }
     } catch (err) {
-      if (!missing(err)) throw err;
+      if (!missing(err) || strict) throw err;
     }
   }
   flush(to);
@@ -113,14 +114,17 @@ function flush(path: string): void {
   }
 }
 
+/** Written beside its place and renamed into it: a write cut short leaves the file as it was, or absent. */
 function writeFlushed(path: string, text: string, mode = 0o600): void {
-  writeFileSync(path, text, { mode });
-  flush(path);
+  const temp = `${path}.partial`;
+  writeFileSync(temp, text, { mode });
+  flush(temp);
+  renameSync(temp, path);
 }
 
 const inside = (path: string, dir: string) => {
   const r = relative(dir, path);
-  return r === '' || (!r.startsWith('..') && !r.startsWith(sep) && r !== '..');
+  return r !== '..' && !r.startsWith(`..${sep}`) && !isAbsolute(r);
 };
 
 /** A backup of the embedded database of `dataDir`, taken while it runs, into `to`, a directory it creates. */
@@ -157,19 +161,30 @@ export async function backup(dataDir: string, to: string): Promise<BackupManifes
       const name = rest.at(-1)!;
       return name !== 'pg_internal.init' && name !== 'pgsql_tmp' && !(top === 'base' && TEMP_RELATION.test(name));
     });
-    const [stop] = await sql<{ lsn: string; labelfile: string; spcmapfile: string }[]>`
-      SELECT lsn::text, labelfile, spcmapfile FROM pg_backup_stop(false)`;
-    // The slot gives up WAL past max_slot_wal_keep_size: a backup that took that long lacks some.
+    const [stop] = await sql<{ lsn: string; wal: string; labelfile: string; spcmapfile: string }[]>`
+      SELECT lsn::text, pg_walfile_name(lsn) AS wal, labelfile, spcmapfile FROM pg_backup_stop(false)`;
+    // The WAL from the start's segment on (the stop switched to a new segment: the last one needed is whole), copied
+    // while the slot still holds it; then every segment from the start's to the stop's must be in the copy.
+    const walCopy = join(target, 'postgres', 'pg_wal');
+    copyTree(join(cluster, 'pg_wal'), walCopy, (rel) => !rel.includes('/'));
+    for (const f of readdirSync(walCopy)) if (/^[0-9A-F]{24}$/.test(f) && f < started!.wal) rmSync(join(walCopy, f));
     const [held] = await sql<{ status: string | null }[]>`
       SELECT wal_status AS status FROM pg_replication_slots WHERE slot_name = ${slot}`;
-    if (held?.status === 'lost')
-      throw new BackupError('the backup took so long that PostgreSQL recycled WAL it needed: take it again');
-    // The WAL from the start's segment on (the stop switched to a new segment: the last one needed is whole).
-    copyTree(join(cluster, 'pg_wal'), join(target, 'postgres', 'pg_wal'), (rel) => !rel.includes('/'), '');
-    for (const f of readdirSync(join(target, 'postgres', 'pg_wal')))
-      if (/^[0-9A-F]{24}$/.test(f) && f < started!.wal) rmSync(join(target, 'postgres', 'pg_wal', f));
+    const needed = await sql<{ wal: string }[]>`
+      SELECT DISTINCT pg_walfile_name(${started!.lsn}::pg_lsn + s) AS wal
+      FROM generate_series(0::numeric, ${stop!.lsn}::pg_lsn - ${started!.lsn}::pg_lsn,
+                           (SELECT setting::numeric FROM pg_settings WHERE name = 'wal_segment_size')) AS s
+      UNION SELECT ${stop!.wal}`;
+    const copied = new Set(readdirSync(walCopy));
+    const lacking = needed.filter((n) => !copied.has(n.wal)).map((n) => n.wal);
+    // The slot gives WAL up past max_slot_wal_keep_size: a backup that took that long lacks some.
+    if ((held?.status !== 'reserved' && held?.status !== 'extended') || lacking.length > 0)
+      throw new BackupError(
+        `the backup took so long that PostgreSQL recycled WAL it needed${lacking.length > 0 ? ` (${lacking[0]})` : ''}: take it again`,
+      );
     writeFlushed(join(target, 'postgres', 'backup_label'), stop!.labelfile);
     if (stop!.spcmapfile !== '') writeFlushed(join(target, 'postgres', 'tablespace_map'), stop!.spcmapfile);
+    flush(join(target, 'postgres'));
     for (const f of KEPT_BESIDE)
       if (existsSync(join(dataDir, f))) writeFlushed(join(target, f), readFileSync(join(dataDir, f), 'utf8'));
     const manifest: BackupManifest = {
@@ -183,6 +198,10 @@ export async function backup(dataDir: string, to: string): Promise<BackupManifes
     writeFlushed(join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
     flush(target);
     return manifest;
+  } catch (err) {
+    // Nothing half-made is left to be taken for a backup, or to be in the way of the next one.
+    rmSync(target, { recursive: true, force: true });
+    throw err;
   } finally {
     // Ending the session ends a backup still under way and drops the temporary slot.
     await sql.end({ timeout: 5 });
@@ -200,6 +219,9 @@ export function restore(from: string, dataDir: string): BackupManifest {
   if (!existsSync(manifestFile))
     throw new BackupError(`${source} holds no finished backup (no ${MANIFEST}): it was cut short, or is not a backup`);
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as BackupManifest;
+  for (const f of ['PG_VERSION', 'backup_label'])
+    if (!existsSync(join(source, 'postgres', f)))
+      throw new BackupError(`${source} is no whole backup (postgres/${f} is missing)`);
   // What an earlier restore of this backup cut short left goes, or stays as it is (its files, the same as the
   // backup's); anything else means this DATA_DIR is not fresh.
   rmSync(join(dataDir, RESTORING), { recursive: true, force: true });
@@ -207,11 +229,13 @@ export function restore(from: string, dataDir: string): BackupManifest {
     KEPT_BESIDE.includes(f) &&
     existsSync(join(source, f)) &&
     readFileSync(join(source, f), 'utf8') === readFileSync(join(dataDir, f), 'utf8');
-  const held = existsSync(dataDir) ? readdirSync(dataDir).filter((f) => f !== 'tg-ingest.pid' && !same(f)) : [];
+  // A fresh file system's lost+found is no data.
+  const ignored = (f: string) => f === LOCK || f === 'lost+found' || f.endsWith('.partial') || same(f);
+  const held = existsSync(dataDir) ? readdirSync(dataDir).filter((f) => !ignored(f)) : [];
   if (held.length > 0)
     throw new BackupError(`${dataDir} is not empty (${held.slice(0, 3).join(', ')}): restore into a fresh DATA_DIR`);
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
-  copyTree(join(source, 'postgres'), join(dataDir, RESTORING), () => true);
+  copyTree(join(source, 'postgres'), join(dataDir, RESTORING), () => true, true);
   for (const f of KEPT_BESIDE)
     if (existsSync(join(source, f))) writeFlushed(join(dataDir, f), readFileSync(join(source, f), 'utf8'));
   renameSync(join(dataDir, RESTORING), join(dataDir, 'postgres'));

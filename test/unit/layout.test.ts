@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -98,7 +99,7 @@ describe('src/ layout', () => {
     const imports = new Map(
       modules.map((m) => [
         m,
-        [...readFileSync(join(dir, m), 'utf8').matchAll(/^import [^'"]*from '\.\/([a-z-]+\.js)'/gm)]
+        [...readFileSync(join(dir, m), 'utf8').matchAll(/^(?:import|export) [^'"]*from '\.\/([a-z-]+\.js)'/gm)]
           .map((i) => i[1]!)
           .filter((t) => t !== 'uplot.js'),
       ]),
@@ -115,20 +116,30 @@ describe('src/ layout', () => {
     };
     for (const m of modules) walk(m, []);
     expect(cycles).toEqual([]);
-    // What runs at import is what stands outside every function: no listener, timer, request or drawing there.
-    const atImport = (text: string) => {
-      const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '').replace(/'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`/g, "''");
-      let depth = 0;
-      let top = '';
-      for (const c of code) {
-        if (c === '{') depth++;
-        else if (c === '}') depth--;
-        else if (depth === 0) top += c;
+    // What runs at import is what stands outside every function: no statement of its own there, and no call in a
+    // declaration's value but of pure helpers (no listener, timer, request, hook or drawing).
+    const PURE = new Set(['latestOnly', 'emptyQuarantine', 'emptyWatch', 'Set', 'Map', 'supportedValuesOf']);
+    const actsAtImport = (file: string) => {
+      const source = ts.createSourceFile(file, readFileSync(join(dir, file), 'utf8'), ts.ScriptTarget.Latest);
+      let acts = false;
+      const visit = (node: ts.Node): void => {
+        if (ts.isFunctionLike(node) || ts.isClassLike(node)) return;
+        if (ts.isCallExpression(node) || ts.isNewExpression(node)) {
+          const callee = node.expression;
+          const name = ts.isPropertyAccessExpression(callee) ? callee.name.text : callee.getText(source);
+          if (!PURE.has(name)) acts = true;
+        }
+        ts.forEachChild(node, visit);
+      };
+      for (const statement of source.statements) {
+        if (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) continue;
+        if (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) continue;
+        if (ts.isVariableStatement(statement)) visit(statement);
+        else acts = true;
       }
-      return top;
+      return acts;
     };
-    const acting = /addEventListener|(?<!function )confirmable\(|ResizeObserver|setTimeout\(|setInterval\(|fetch\(/;
-    const eager = modules.filter((m) => m !== 'admin.js' && acting.test(atImport(readFileSync(join(dir, m), 'utf8'))));
+    const eager = modules.filter((m) => m !== 'admin.js' && actsAtImport(m));
     expect(eager).toEqual([]);
   });
 });

@@ -108,7 +108,14 @@ export function onSignOut(hook) {
 /** Ends the session: the token is forgotten, then every view lets go of what it held. @param {string} [message] */
 export function signOut(message = '') {
   sessionStorage.removeItem(STORAGE_KEY);
-  for (const hook of signOutHooks) hook(message);
+  for (const hook of signOutHooks) {
+    // One view failing to let go must not keep the others, or the sign-in form, from theirs.
+    try {
+      hook(message);
+    } catch (err) {
+      console.error(err);
+    }
+  }
 }
 
 /** A 401 mid-session means the admin token was changed: sign out and say so. @param {unknown} err */

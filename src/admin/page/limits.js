@@ -11,15 +11,18 @@ let reading = null;
 /** @param {unknown} v */
 const bound = (v) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : null);
 
-/** Reads them once; later calls wait for the same read. */
+/** Reads them once; later calls wait for the same read, or try again after one that failed. */
 export function readLimits() {
   reading ??= (async () => {
     try {
-      const schemas = (await (await fetch('/openapi.json', { cache: 'no-store' })).json())?.components?.schemas;
+      const res = await fetch('/openapi.json', { cache: 'no-store', signal: AbortSignal.timeout(10_000) });
+      if (!res.ok) throw new Error(`${res.status}`);
+      const schemas = (await res.json())?.components?.schemas;
       limits.replayMax = bound(schemas?.ReplayRequest?.properties?.ids?.maxItems);
       limits.erasureMax = bound(schemas?.ErasureRequest?.properties?.userIds?.maxItems);
     } catch {
-      // Unknown: what depends on them says less.
+      // Unknown for now: what depends on them says less, and the next read tries again.
+      reading = null;
     }
   })();
   return reading;

@@ -2,7 +2,7 @@
 // The admin page: a person's data on request. Erasures for pasted ids (a second click names how many users),
 // their progress, the suppressed users with a lift button each, and a user's export.
 import { $, el, fmt, STORAGE_KEY, state, timeEl } from './core.js';
-import { api, ApiError, busy, describe, flash, isSignedOutError } from './api.js';
+import { api, ApiError, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 import { confirmable } from './confirm.js';
 import { limits, readLimits } from './limits.js';
 
@@ -132,6 +132,13 @@ function renderSuppressions(items, more) {
 /** Attaches the erasure box, the refresh and the export form. */
 export function startPrivacy() {
   void readLimits();
+  // What was pasted or typed here names users: it goes with the session.
+  onSignOut(() => {
+    resetPrivacy();
+    $('erasure-ids').value = '';
+    $('erasure-suppress').checked = false;
+    $('export-user').value = '';
+  });
   showRequest = confirmable($('erasure-slot'), {
     testid: 'erasure-request',
     label: () => 'Erase…',
@@ -143,6 +150,7 @@ export function startPrivacy() {
       return `Erase everything stored about ${fmt(n)} ${n === 1 ? 'user' : 'users'}${keep}? This cannot be undone.`;
     },
     run: async () => {
+      await readLimits();
       const { ids, bad } = pastedIds();
       const error = $('erasure-error');
       error.hidden = true;

@@ -4,7 +4,7 @@
 // the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
-import { api, ApiError, describe, isSignedOutError } from './api.js';
+import { api, ApiError, describe, isSignedOutError, onSignOut } from './api.js';
 import { formatMoney } from './format.js';
 // @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page-assets.ts); typed loosely here.
 import uPlot from './uplot.js';
@@ -230,6 +230,7 @@ async function download(report) {
 
 /** Attaches the range and download controls, and follows the section's width. */
 export function startReports() {
+  onSignOut(() => resetReports());
   // Charts follow the width of their section (a turned phone, a resized window).
   new ResizeObserver(() => {
     for (const c of charts) c.setSize({ width: width(), height: c.height });
