@@ -124,6 +124,16 @@ describe('bot_api keys', () => {
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
   });
 
+  it('counts an IPv6 client by its /64: another address of the same prefix shares its budget', async () => {
+    const prefix = `2001:db8:${(nextAddress++).toString(16)}:1`;
+    // Every failed lookup from an address never used before, all in one /64.
+    for (let i = 1; i <= 5; i++) expect((await postBotApi(unknownToken(), `${prefix}::${i}`)).status).toBe(401);
+    const limited = await postBotApi(unknownToken(), `${prefix}:ffff:ffff:ffff:6`);
+    expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
+    // The next /64 is another client.
+    expect((await postBotApi(unknownToken(), `${prefix.slice(0, -1)}2::1`)).status).toBe(401);
+  });
+
   it('counts keys refused from memory like failed lookups: wrong shape, without the tag, missing, and an unknown key already looked up', async () => {
     const from = address();
     const unknown = unknownToken();
