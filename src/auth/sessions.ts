@@ -87,8 +87,12 @@ export class MiniAppSessions {
     const wait = failures.retryAfterS(address, botId);
     const waiting = this.waiting.get(address) ?? 0;
     if (wait > 0 || waiting >= this.o.maxWaitingPerAddress) {
-      if (!(await this.o.verify(check, 'low')))
-        throw new HttpError('auth_rate_limited', { retryAfterS: Math.max(1, wait) });
+      if (!(await this.o.verify(check, 'low'))) {
+        // Sent here by its address's share of the queue alone, with budget left: a failure like any other, charged
+        // to the address and the bot and answered as such (a flood past its share must still spend its budget).
+        if (wait === 0 && failures.charge(address, botId) === 0) throw new HttpError('initdata_signature_invalid');
+        throw new HttpError('auth_rate_limited', { retryAfterS: Math.max(1, failures.retryAfterS(address, botId)) });
+      }
     } else {
       let addressCharged = false;
       let botCharged = false;

@@ -265,6 +265,50 @@ describe('bot_api keys', () => {
     }
   });
 
+  it("charges forged initData its address's budget past the address's quarter of INITDATA_VERIFY_QUEUE too: 401s, then 429", async () => {
+    // One worker (one check at a time) and a queue of 16 (which also bounds the bodies waiting to be read: the 12 sent
+    // at once fit): four checks may wait from one address, the rest are checked in the low-priority lane.
+    const own = await startServer(db.url, {
+      INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+      TRUST_PROXY: '1',
+      WORKERS: '1',
+      INITDATA_VERIFY_QUEUE: '16',
+      AUTH_FAILURE_BURST: '12',
+      AUTH_FAILURE_REFILL_PER_S: '0.001',
+      INITDATA_FAILURE_BURST_PER_BOT: '1000',
+      RATE_LIMIT_BURST: '100000',
+    });
+    try {
+      const q = await provision(own.url);
+      const forged = () => makeInitData(forger, { messengerBotId: q.messengerBotId, user: { id: 4242 } });
+      const post = (initData: string) =>
+        call(`${own.url}/tg/webapp`, {
+          method: 'POST',
+          headers: { 'x-forwarded-for': '10.98.0.1' },
+          body: {
+            botId: q.botId,
+            auth: { initData },
+            events: [
+              { eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' },
+            ],
+          },
+        });
+      const low = async () =>
+        metric(
+          (await admin(own.url, 'GET', '/metrics')).text,
+          'tg_ingest_pipeline_tasks_total{kind="verify_low_priority",where="pool"}',
+        );
+      const answers = await Promise.all(Array.from({ length: 12 }, () => post(forged())));
+      // Past the quarter they went to the low-priority lane, and were each a failure of the address all the same.
+      expect(await low()).toBeGreaterThan(0);
+      expect(answers.map((r) => r.body.error)).toEqual(Array.from({ length: 12 }, () => 'initdata_signature_invalid'));
+      const spent = await post(forged());
+      expect([spent.status, spent.body.error]).toEqual([429, 'auth_rate_limited']);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('holds at most AUTH_RATE_LIMITED_HELD_MAX answers, and sends the held ones when it shuts down', async () => {
     const held = await startServer(db.url, {
       TRUST_PROXY: '1',
