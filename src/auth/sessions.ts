@@ -4,7 +4,8 @@
 // checks are charged to the failure budgets of the client address and of the bot; past a budget
 // the check still runs, in a low-priority lane, so that no budget ever refuses a signature that
 // verifies (an attacker behind the same carrier NAT as real users, or flooding one bot from many
-// addresses, cannot lock new sessions out); one that fails there is refused 429.
+// addresses, cannot lock new sessions out); one that fails there is refused 429, or, when only its address's
+// share of the queue sent it there, charged and refused 401 as anywhere else.
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { HttpError } from '../base/errors.js';

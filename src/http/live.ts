@@ -6,7 +6,7 @@
 // many as the viewers can still take this second. Each instance shows the events it answers.
 import type { Channel } from '../base/model.js';
 import type { LiveEvent } from '../pipeline/batch.js';
-import { clientAddress } from './client-address.js';
+import { clientAddress } from '../base/client-address.js';
 import { parseUuid } from '../pipeline/ids.js';
 import type { TemplatedApp, WebSocket } from './uws.js';
 

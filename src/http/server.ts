@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { HttpError, STATUS_TEXT } from '../base/errors.js';
 import { BodyIntake, declaredLength } from './body.js';
-import { clientAddress } from './client-address.js';
+import { clientAddress } from '../base/client-address.js';
 import type { BodyBudget } from '../limits/body-budget.js';
 import { Aborted, replyFor } from './replies.js';
 import type { Tarpit } from './tarpit.js';

@@ -124,14 +124,23 @@ describe('bot_api keys', () => {
     expect(m).toMatch(/tg_ingest_auth_rate_limited_total\{endpoint="bot_api"\} [1-9]/);
   });
 
-  it('counts an IPv6 client by its /64: another address of the same prefix shares its budget', async () => {
+  it('counts an IPv6 client by its address, and its /64 as eight addresses together', async () => {
     const prefix = `2001:db8:${(nextAddress++).toString(16)}:1`;
-    // Every failed lookup from an address never used before, all in one /64.
-    for (let i = 1; i <= 5; i++) expect((await postBotApi(unknownToken(), `${prefix}::${i}`)).status).toBe(401);
-    const limited = await postBotApi(unknownToken(), `${prefix}:ffff:ffff:ffff:6`);
-    expect([limited.status, limited.body.error]).toEqual([429, 'auth_rate_limited']);
-    // The next /64 is another client.
-    expect((await postBotApi(unknownToken(), `${prefix.slice(0, -1)}2::1`)).status).toBe(401);
+    // Its own budget of 5, as an IPv4 address has.
+    for (let i = 0; i < 5; i++) expect((await postBotApi(madeUpToken(), `${prefix}::1`)).status).toBe(401);
+    expect((await postBotApi(madeUpToken(), `${prefix}::1`)).body.error).toBe('auth_rate_limited');
+    // A neighbour in the same /64 keeps a budget of its own...
+    expect((await postBotApi(madeUpToken(), `${prefix}::2`)).status).toBe(401);
+    // ...until the /64 as a whole has failed 8 × 5 times: a fresh address of it then starts spent.
+    for (let i = 0; i < 34; i++)
+      expect((await postBotApi(madeUpToken(), `${prefix}:${Math.floor(i / 4) + 1}::${(i % 4) + 3}`)).status).toBe(401);
+    const spent = await postBotApi(madeUpToken(), `${prefix}:ffff:ffff:ffff:ffff`);
+    expect([spent.status, spent.body.error]).toEqual([429, 'auth_rate_limited']);
+    // The next /64 is another client; an IPv4 client written as IPv6 is that IPv4 client.
+    expect((await postBotApi(madeUpToken(), `${prefix.slice(0, -1)}2::1`)).status).toBe(401);
+    const v4 = address();
+    for (let i = 0; i < 5; i++) expect((await postBotApi(madeUpToken(), v4)).status).toBe(401);
+    expect((await postBotApi(madeUpToken(), `::ffff:${v4}`)).body.error).toBe('auth_rate_limited');
   });
 
   it('counts keys refused from memory like failed lookups: wrong shape, without the tag, missing, and an unknown key already looked up', async () => {
