@@ -40,19 +40,22 @@ export interface App {
  * used, stops before the background jobs that may take a while to end (a fold, an erasure's step).
  */
 function wings(s: Shared, closing: () => boolean): Wing[] {
-  let document: Record<string, unknown> | null = null;
+  // The OpenAPI document, made once from every wing's routes as soon as they are all built: a route or schema it cannot
+  // describe stops the start, and each request for it is answered the same bytes.
+  let document = '';
   const built: Wing[] = [
     adminWing(s),
     qualityWing(s),
     reportsWing(s),
     privacyWing(s),
     ingestionWing(s, closing),
-    operationsWing(s, closing, () => (document ??= openApiDocument(allRoutes(built), allSchemas(built)))),
+    operationsWing(s, closing, () => document),
   ];
+  document = JSON.stringify(openApiDocument(allRoutes(built), allSchemas(built)));
   return built;
 }
 
-export const allRoutes = (built: readonly Wing[]): Route[] => built.flatMap((w) => w.routes);
+const allRoutes = (built: readonly Wing[]): Route[] => built.flatMap((w) => w.routes);
 
 function allSchemas(built: readonly Wing[]): Record<string, Record<string, unknown>> {
   const all: Record<string, Record<string, unknown>> = {};

@@ -47,7 +47,8 @@ function embeddedIPv4(g: number[]): string | null {
 
 /** An IPv4 address carried in IPv6 as the IPv4 address; anything else as it was given. */
 export function canonical(address: string): string {
-  if (isIP(address) !== 6) return address;
+  // Every request passes here: an IPv4 address (no colon) is known without parsing.
+  if (!address.includes(':') || isIP(address) !== 6) return address;
   return embeddedIPv4(groups(address)) ?? address;
 }
 
@@ -56,7 +57,7 @@ export function canonical(address: string): string {
  * at least, and could take a fresh budget from every address of it, so failure budgets also count the /64 as a whole.
  */
 export function prefix64(address: string): string | null {
-  if (isIP(address) !== 6) return null;
+  if (!address.includes(':') || isIP(address) !== 6) return null;
   const g = groups(address);
   if (embeddedIPv4(g) !== null) return null;
   return `${g

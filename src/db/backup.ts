@@ -26,7 +26,7 @@ import { LOCK } from '../config/data-dir.js';
 /** DATA_DIR's own files a backup carries: the database's passwords, the admin token, the development key. */
 const KEPT_BESIDE = ['postgres-password', 'service-password', 'admin-token', 'initdata-dev-key.pem'];
 /** Written last: a backup without it did not finish. */
-export const MANIFEST = 'backup.json';
+const MANIFEST = 'backup.json';
 /** Where a restore copies the cluster before it is renamed into place: a DATA_DIR holding it was cut short. */
 export const RESTORING = 'postgres.restoring';
 /** Whose contents a base backup leaves out (PostgreSQL's documentation: "Making a Base Backup Using the Low Level API"). */

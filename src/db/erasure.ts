@@ -3,6 +3,9 @@
 // is in `erasures.step`, so a part's phase names are stored and must stay as they are.
 import type { Tx } from './connect.js';
 
+/** A lock another session holds longer than this (DDL on a partition) fails an erasure's step, which is retried. */
+export const STEP_LOCK_TIMEOUT = '5s';
+
 export interface ErasureJob {
   erasureId: string;
   projectId: string;

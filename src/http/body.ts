@@ -22,8 +22,9 @@ export class BodyIntake {
   /** Refused before its end: what still streams in is dropped (closeAfterCut says what becomes of the rest). */
   cut = false;
   readonly body: Promise<Buffer>;
-  private resolve: (b: Buffer) => void = () => undefined;
-  private reject: (e: unknown) => void = () => undefined;
+  // Set by the promise's executor, which runs at once.
+  private resolve!: (b: Buffer) => void;
+  private reject!: (e: unknown) => void;
   private chunks: Buffer[] = [];
   private size = 0;
   /** Bytes held against the budget until the request is answered. */

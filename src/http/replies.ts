@@ -75,3 +75,6 @@ export function replyFor(err: unknown): Reply {
   if (e.code === 'auth_rate_limited') reply.late = true;
   return reply;
 }
+
+/** The answer of a path no route serves (and of a page file that does not exist), from the error table. */
+export const NOT_FOUND: Reply = { status: 404, body: new HttpError('not_found').body() };

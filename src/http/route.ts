@@ -14,10 +14,8 @@ export interface Route {
   /** Registers a route uWS serves itself, such as a WebSocket. */
   attach?: (server: HttpServer) => void;
   options?: RouteOptions;
-  /** The OpenAPI operation object; absent for fallbacks (405, 404) and for routes documented under another path. */
+  /** The OpenAPI operation object; absent for fallbacks (405, 404) only. */
   operation?: Record<string, unknown>;
-  /** The documented path when it differs from `path` (one operation for several files, say). */
-  documentedAs?: string;
   listener?: Listener;
 }
 
@@ -31,7 +29,7 @@ export function register(server: HttpServer, routes: readonly Route[], serves: r
 }
 
 /** The path as OpenAPI writes it. */
-export const documentedPath = (r: Route): string => r.documentedAs ?? r.path.replace(/:(\w+)/g, '{$1}');
+export const documentedPath = (r: Route): string => r.path.replace(/:(\w+)/g, '{$1}');
 
 /** The method as HTTP and OpenAPI name it (uWS calls DELETE `del`). */
 export const httpMethod = (r: Route): string => (r.method === 'del' ? 'delete' : r.method);

@@ -37,10 +37,18 @@ export class AuthFailures {
     this.bots = new TokenBuckets(o.perBot);
   }
 
+  /** The last address asked about and its /64: a request asks several times (peek, charge, refund). */
+  private last: { address: string; prefix: string | null } = { address: '', prefix: null };
+
+  private prefixOf(address: string): string | null {
+    if (this.last.address !== address) this.last = { address, prefix: prefix64(address) };
+    return this.last.prefix;
+  }
+
   /** Seconds to wait before this address (and bot, when given) may try again; 0 when it may now. */
   retryAfterS(address: string, botId?: string): number {
     const a = this.addresses.peek(address);
-    const prefix = prefix64(address);
+    const prefix = this.prefixOf(address);
     const p = prefix === null ? null : this.prefixes.peek(prefix);
     const b = botId === undefined ? null : this.bots.peek(botId);
     return Math.max(
@@ -52,7 +60,7 @@ export class AuthFailures {
 
   failed(address: string, botId?: string): void {
     this.addresses.take(address);
-    const prefix = prefix64(address);
+    const prefix = this.prefixOf(address);
     if (prefix !== null) this.prefixes.take(prefix);
     if (botId !== undefined) this.bots.take(botId);
   }
@@ -67,7 +75,7 @@ export class AuthFailures {
   /** The check charged by charge() passed, or never got an answer: it was no failure. */
   refund(address: string, botId?: string): void {
     this.addresses.refund(address);
-    const prefix = prefix64(address);
+    const prefix = this.prefixOf(address);
     if (prefix !== null) this.prefixes.refund(prefix);
     if (botId !== undefined) this.bots.refund(botId);
   }

@@ -7,7 +7,7 @@
 // REST_PER_WORK times as long as each step took: a bloom summary is walked once per user asked, which is CPU the
 // ingestion beside it would otherwise lose.
 import type { Sql, Tx } from '../db/connect.js';
-import type { ErasurePart, ErasureStep } from '../db/erasure.js';
+import { type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import type { Logger } from '../base/log.js';
 import { USER_IN_QUARANTINE } from './store.js';
 
@@ -18,8 +18,6 @@ const QUARANTINE_SLICE = 1000;
 const REST_PER_WORK = 3;
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
 const MAX_ATTEMPTS = 6;
-/** A lock another session holds longer than this (DDL on a partition) fails the step, which is retried. */
-const STEP_LOCK_TIMEOUT = '5s';
 
 type Own =
   | { phase?: undefined }

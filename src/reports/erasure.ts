@@ -1,6 +1,6 @@
 // The reports' part of an erasure: the users' records in report summaries not folded yet, then who they were to the
 // reports (first day and campaign, payments), then the days they were active. The counts stay, as usage does.
-import type { ErasureJob, ErasurePart, ErasureStep } from '../db/erasure.js';
+import { type ErasureJob, type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Tx } from '../db/connect.js';
 import type { Logger } from '../base/log.js';
@@ -12,8 +12,6 @@ const SUMMARIES_SLICE = 256;
 const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
 /** Days of report_active per step, each read by primary-key probes. */
 const REPORT_DAYS_SLICE = 31;
-/** The eraser's bound on other locks, set again once the fold's lock is held. */
-const STEP_LOCK_TIMEOUT = '5s';
 
 type Step =
   | { phase: 'summaries'; after: string; until: string | null }
@@ -35,6 +33,7 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
   // here, and failing for it would spend the erasure's attempts on a lock about to be free.
   await tx`SET LOCAL lock_timeout = '60s'`;
   await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
+  // The eraser's bound on other locks again, once the fold's lock is held.
   await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
   if (s.phase === 'summaries') {
     // The report summaries of commits not folded yet name them too (src/pipeline/summary.ts): their records go, or a

@@ -2,11 +2,10 @@
 import { PAGE_ASSETS, pageReplies } from '../../admin/page-assets.js';
 import { PATHS } from '../../base/endpoints.js';
 import type { LiveHub } from '../../http/live.js';
+import { NOT_FOUND } from '../../http/replies.js';
 import type { Route } from '../../http/route.js';
 import { operation, type OperationSpec } from '../../openapi/operations.js';
 import { ref } from '../../openapi/schemas.js';
-
-const NOT_FOUND = { status: 404, body: { error: 'not_found', message: 'Not found.' } };
 
 const pageOperation = (operationId: string): Record<string, unknown> =>
   operation({

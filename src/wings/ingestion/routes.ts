@@ -153,7 +153,7 @@ function webappOperation(path: string, idSuffix: string): Obj {
   return { post: operation(post), options: operation(options) };
 }
 
-export const methodNotAllowed =
+const methodNotAllowed =
   (allow: string): Handler =>
   () => ({ status: 405, headers: { Allow: allow }, body: { error: 'method_not_allowed', message: `Use ${allow}.` } });
 

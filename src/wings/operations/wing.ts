@@ -2,6 +2,7 @@
 // 404 of every path no route answers (registered last).
 import { PATHS } from '../../base/endpoints.js';
 import type { ErrorCode } from '../../base/errors.js';
+import { NOT_FOUND } from '../../http/replies.js';
 import type { Handler, Reply } from '../../http/server.js';
 import { ok } from '../../openapi/admin.js';
 import { json, operation, type OperationSpec } from '../../openapi/operations.js';
@@ -21,9 +22,9 @@ const ROOT_POINTERS = {
 };
 
 /**
- * `closing`: true once the service is shutting down; `document`: the OpenAPI document of every wing's routes.
+ * `closing`: true once the service is shutting down; `document`: the OpenAPI document of every wing's routes, as JSON.
  */
-export function operationsWing(s: Shared, closing: () => boolean, document: () => Record<string, unknown>): Wing {
+export function operationsWing(s: Shared, closing: () => boolean, document: () => string): Wing {
   const ready = (): Reply => {
     if (closing()) return { status: 503, body: { status: 'shutting_down' }, headers: { 'Retry-After': '1' } };
     const state = s.readiness.state;
@@ -139,7 +140,7 @@ export function operationsWing(s: Shared, closing: () => boolean, document: () =
       {
         method: 'any',
         path: '/*',
-        handler: () => ({ status: 404, body: { error: 'not_found', message: 'Not found.' } }),
+        handler: () => NOT_FOUND,
         ...every,
       },
     ],
