@@ -14,16 +14,19 @@ install: $(STAMP)
 
 # Built only when a source changed since the last build: a restart costs no compile.
 SOURCES := $(shell find src workers bench client/src integrations/*/src -name '*.ts' 2>/dev/null) tsconfig.json \
-	client/tsconfig.json integrations/grammy/tsconfig.json integrations/telegraf/tsconfig.json
+	client/tsconfig.json integrations/grammy/tsconfig.json integrations/telegraf/tsconfig.json \
+	integrations/webapp/tsconfig.json scripts/bundle-webapp.mjs
 BUILT := dist/.built
 
 $(BUILT): $(STAMP) $(SOURCES)
 	# The packages first: each framework package builds on the client's build (it imports @tg-ingest/client), and
-	# the service's benchmarks import the framework packages.
+	# the service's benchmarks import the framework packages. The service serves the mini-app SDK as one bundled file.
 	npx tsc -p client/tsconfig.json
 	npx tsc -p integrations/grammy/tsconfig.json
 	npx tsc -p integrations/telegraf/tsconfig.json
+	npx tsc -p integrations/webapp/tsconfig.json
 	npx tsc -p tsconfig.json
+	node scripts/bundle-webapp.mjs
 	@touch $@
 
 build: $(BUILT)

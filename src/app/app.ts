@@ -13,6 +13,7 @@ import { operationsWing } from '../wings/operations/wing.js';
 import { privacyWing } from '../wings/privacy/wing.js';
 import { qualityWing } from '../wings/quality/wing.js';
 import { reportsWing } from '../wings/reports/wing.js';
+import { sdkWing } from '../wings/sdk/wing.js';
 import type { Shared, Wing } from '../wings/wing.js';
 import { openDatabase } from './database.js';
 import { buildShared } from './shared.js';
@@ -49,6 +50,7 @@ function wings(s: Shared, closing: () => boolean): Wing[] {
     reportsWing(s),
     privacyWing(s),
     ingestionWing(s, closing),
+    sdkWing(),
     operationsWing(s, closing, () => document),
   ];
   document = JSON.stringify(openApiDocument(allRoutes(built), allSchemas(built)));

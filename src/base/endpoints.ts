@@ -20,6 +20,8 @@ export const PATHS = {
   /** The admin API lives under this prefix; the admin page at `${admin}` and `${admin}/`. */
   admin: '/admin',
   adminLive: '/admin/live',
+  /** The mini-app SDK, one script a page includes. */
+  webappScript: '/sdk/webapp.js',
 } as const;
 
 /** How a request path is counted in metrics. */

@@ -1404,6 +1404,9 @@ describe('probes, metrics, the page', () => {
     const assets = doc.paths['/admin/page/{file}'].get.parameters.map(deref).find((p: Json) => p.name === 'file').schema
       .enum as string[];
     for (const file of assets) check('GET', '/admin/page/{file}', await call(`${srv.url}/admin/page/${file}`), 200);
+    const script = check('GET', '/sdk/webapp.js', await call(`${srv.url}/sdk/webapp.js`), 200);
+    const etag = script.headers.get('etag')!;
+    check('GET', '/sdk/webapp.js', await call(`${srv.url}/sdk/webapp.js`, { headers: { 'if-none-match': etag } }), 304);
   });
 });
 
@@ -1454,6 +1457,7 @@ const ROUTES = [
   'GET /admin',
   'GET /admin/page/{file}',
   'GET /openapi.json',
+  'GET /sdk/webapp.js',
   'GET /metrics',
   'GET /healthz',
   'GET /readyz',

@@ -1,15 +1,26 @@
-// The framework packages' READMEs against the shared update table: both show the same mapping, which names every
-// update type the table maps and only tg.* fields the service promotes; and `npm pack` of each package holds only
-// what it needs.
+// The integrations' READMEs against the shared tables (integrations/MAPPING.md): the framework packages show the
+// update table, which names every update type the client maps and only tg.* fields the service promotes; the
+// mini-app SDK shows the table of what it captures, which names every event it sends and nothing else. And
+// `npm pack` of each package holds only what it needs.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { UPDATE_TYPES } from '../../client/src/updates/mapping.js';
+import { CAPTURED_NAMES } from '../../integrations/webapp/src/capture.js';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const mapping = readFileSync(`${ROOT}integrations/MAPPING.md`, 'utf8');
+const tables = readFileSync(`${ROOT}integrations/MAPPING.md`, 'utf8');
+/** A section's text, from the line after its heading to the next heading. */
+const section = (heading: string) => {
+  const start = tables.indexOf(`## ${heading}`);
+  expect(start).toBeGreaterThanOrEqual(0);
+  const body = tables.slice(tables.indexOf('\n', start) + 1);
+  const end = body.indexOf('\n## ');
+  return (end < 0 ? body : body.slice(0, end)).trim();
+};
+const mapping = section('Bot updates');
 
 describe('the mapping table of the framework packages', () => {
   for (const pkg of ['grammy', 'telegraf']) {
@@ -39,7 +50,38 @@ describe('the mapping table of the framework packages', () => {
   });
 });
 
-describe('npm pack of the framework packages', () => {
+describe('the table of what the mini-app SDK captures', () => {
+  const captured = section('Mini-app events');
+
+  it("is in @tg-ingest/webapp's README as written once in integrations/MAPPING.md", () => {
+    expect(readFileSync(`${ROOT}integrations/webapp/README.md`, 'utf8')).toContain(captured);
+  });
+
+  it('names every event the SDK sends, and no other', () => {
+    const names = captured
+      .split('\n')
+      .filter((l) => l.startsWith('| ') && !l.startsWith('| what') && !l.startsWith('|---'))
+      .flatMap((l) => [...l.split(' | ')[1]!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+    expect(names.sort()).toEqual([...CAPTURED_NAMES].sort());
+  });
+});
+
+describe('npm pack of the integrations', () => {
+  it('@tg-ingest/webapp holds its build (the modules and the one-file script), README and package.json, and depends on the client only', () => {
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: `${ROOT}integrations/webapp`,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const [packed] = JSON.parse(out) as { files: { path: string }[] }[];
+    const files = packed!.files.map((f) => f.path);
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'package.json', 'dist/index.js', 'dist/webapp.min.js']));
+    expect(files.filter((f) => !/^(README\.md|package\.json|dist\/[a-z.]+\.(js|d\.ts))$/.test(f))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(`${ROOT}integrations/webapp/package.json`, 'utf8'));
+    expect(Object.keys(manifest.dependencies)).toEqual(['@tg-ingest/client']);
+    expect(manifest.peerDependencies).toBeUndefined();
+  });
+
   for (const pkg of ['grammy', 'telegraf']) {
     it(`@tg-ingest/${pkg} holds its build, README and package.json, and depends on the client and its framework only`, () => {
       const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {

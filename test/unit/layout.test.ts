@@ -1,5 +1,5 @@
 // The shape of src/: imports only go down,
-//   app → wings → openapi → {http, admin} → metrics → ingest → {auth, limits, quality, reports, privacy, worker}
+//   app → wings → openapi → {http, admin} → metrics → ingest → {auth, limits, quality, reports, privacy, sdk, worker}
 //   → {pipeline, cache} → writer → db.
 // A module may import its own folder, anything below its layer, and what every layer uses: base/ (errors, the
 // model's types, endpoints, the logger, the main thread's turns) and config/. Handlers of the HTTP front
@@ -25,6 +25,7 @@ const LAYERS: Record<string, number> = {
   quality: 2,
   reports: 2,
   privacy: 2,
+  sdk: 2,
   worker: 2,
   pipeline: 3,
   cache: 3,
