@@ -105,7 +105,13 @@ export async function startMiniAppPages(serviceUrl: string): Promise<MiniAppPage
       // A script of the app's own that fails: an uncaught error, an unhandled rejection.
       res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
       return res.end(
-        "setTimeout(() => { throw new Error('boom in a handler'); });\nPromise.reject(new TypeError('nope'));\n",
+        [
+          "setTimeout(() => { throw new Error('boom in a handler'); });",
+          "Promise.reject(new TypeError('nope'));",
+          // An error that names the page's address (its fragment holds initData) and initData itself.
+          "setTimeout(() => { throw new Error('failed at ' + location.href + ' with ' + (window.Telegram?.WebApp?.initData ?? '')); });",
+          '',
+        ].join('\n'),
       );
     }
     const m = /^\/(twa|tma)\.html$/.exec(url.pathname);

@@ -35,6 +35,8 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               payments, refunds and net per currency
   report campaigns <projectId> [--from <day>] [--to <day>] [--limit <n>]
                                               new and active users, payers, net revenue per campaign
+  report sessions <projectId> [--from <day>] [--to <day>]
+                                              mini-app sessions, users, lengths, platforms per day
   plan get <projectId>                        the project's tracking plan
   plan put <projectId> <file>                 set it from a JSON file
   plan delete <projectId>
@@ -185,7 +187,8 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
     }
     case 'report daily':
     case 'report revenue':
-    case 'report campaigns': {
+    case 'report campaigns':
+    case 'report sessions': {
       const q = new URLSearchParams();
       for (const f of ['from', 'to', 'by', 'limit']) if (flags.has(f)) q.set(f, flags.get(f)!);
       const query = q.size > 0 ? `?${q}` : '';

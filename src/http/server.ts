@@ -311,6 +311,9 @@ export class HttpServer {
       if (reply.stream !== undefined) res.writeHeader('Content-Type', reply.contentType ?? 'application/x-ndjson');
       if (reply.stream !== undefined) return;
       if (reply.status === 204) res.endWithoutBody(0, this.closing);
+      // No Content-Length: a 304's would have to be the 200's (RFC 9110, 8.6). (uWS writes a wrong one for any
+      // argument given, undefined too.)
+      else if (reply.status === 304) res.endWithoutBody();
       else if (this.closing || close) res.end(body, true);
       else this.sendBody(res, body);
     });

@@ -6,7 +6,7 @@ import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../base/model.js
 import type { StoredBatch } from '../writer/sink.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
 import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';
-import { SummaryWriter } from './summary.js';
+import { sessionMark, SummaryWriter } from './summary.js';
 import { diagnosticId, normalizeEvent } from './event.js';
 import { checkPlan, type PlanRef } from './plans.js';
 import { parseUuid } from './ids.js';
@@ -233,7 +233,7 @@ function runEvents(
     }
     accepted++;
     userIds.add(ev.platformUserId!);
-    rows.push(eventRow(ctx, ev, summary.add(ev)));
+    rows.push(eventRow(ctx, ev, summary.add(ev, sessionMark(ctx.channel, raw.propsString, ev))));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
     if (dueRecheck(ev.eventDate)) recheck.push(eventId);
     watch(raw, 'accepted', diagnostics, ev);

@@ -12,6 +12,7 @@ import { Turns } from '../base/turns.js';
 import { FiledUsers } from './filed-users.js';
 import { Every } from './every.js';
 import { FOLD_EVENTS, FOLD_SUMMARIES, FOLD_VERSION, SUMMARIZE } from './fold-sql.js';
+import { FOLD_SESSIONS_EVENTS, FOLD_SESSIONS_SUMMARIES } from './session-sql.js';
 import { addToSketches, type SketchInput } from './sketch-store.js';
 import { WindowSummaries } from './summaries.js';
 
@@ -222,6 +223,7 @@ export class ReportAggregator {
         // BRIN summaries in a short transaction of their own, never waiting: its lock would hold off vacuum.
         await this.summarizeBrin(from, to);
         const [row] = await tx.unsafe<FoldRow[]>(FOLD_EVENTS, [from, to]);
+        await tx.unsafe(FOLD_SESSIONS_EVENTS, [from, to]);
         folded = { row: row!, rows: row!.events };
       } else {
         const f = await this.foldSummaries(tx, w);
@@ -356,6 +358,18 @@ export class ReportAggregator {
       base.counts,
       base.firstAt,
       base.lastAt,
+    ] as never[]);
+    const sessions = window.sessionRows();
+    await tx.unsafe(FOLD_SESSIONS_SUMMARIES, [
+      sessions.projectIds,
+      sessions.sessionIds,
+      sessions.users,
+      sessions.openedAt,
+      sessions.platforms,
+      sessions.lastAt,
+      sessions.closedAt,
+      from,
+      to,
     ] as never[]);
     // Each statement reads its own snapshot (READ COMMITTED): a row committed into the window after the read above
     // was folded without its user marked. Read again now, anything named and not marked makes the memory unsure.

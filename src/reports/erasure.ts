@@ -1,11 +1,13 @@
 // The reports' part of an erasure: the users' records in report summaries not folded yet, then who they were to the
-// reports (first day and campaign, payments), then the days they were active. The counts stay, as usage does.
+// reports (first day and campaign, payments), then the days they were active: the counts stay, as usage does. Then
+// their mini-app sessions, and what those counted in the sessions report.
 import { type ErasureJob, type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Tx } from '../db/connect.js';
 import type { Logger } from '../base/log.js';
 import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
+import { ERASE_SESSIONS } from './session-sql.js';
 
 /** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
 const SUMMARIES_SLICE = 256;
@@ -16,12 +18,13 @@ const REPORT_DAYS_SLICE = 31;
 type Step =
   | { phase: 'summaries'; after: string; until: string | null }
   | { phase: 'reports' }
-  | { phase: 'report_active'; day: string | null };
+  | { phase: 'report_active'; day: string | null }
+  | { phase: 'sessions' };
 
 export function reportsErasure(log: Logger): ErasurePart {
   return {
     start: { phase: 'summaries', after: '0', until: null },
-    phases: ['summaries', 'reports', 'report_active'],
+    phases: ['summaries', 'reports', 'report_active', 'sessions'],
     step: (tx, job, at) => step(tx, job, at as ErasureStep & Step, log),
   };
 }
@@ -79,6 +82,10 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     return { phase: 'report_active', day: null };
   }
+  if (s.phase === 'sessions') {
+    await tx.unsafe(ERASE_SESSIONS, [j.projectId, ids]);
+    return null;
+  }
   // report_active: a month of days per step.
   const days = await tx<{ day: string }[]>`
     SELECT day::text FROM report_days WHERE project_id = ${j.projectId}
@@ -86,5 +93,5 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
   for (const { day } of days)
     await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND day = ${day}::date AND user_id = ANY(${ids}::bigint[])`;
-  return days.length === REPORT_DAYS_SLICE ? { phase: 'report_active', day: days.at(-1)!.day } : null;
+  return days.length === REPORT_DAYS_SLICE ? { phase: 'report_active', day: days.at(-1)!.day } : { phase: 'sessions' };
 }

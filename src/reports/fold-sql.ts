@@ -5,7 +5,7 @@ import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES } from '../pipeline/summary.js';
 import { HASH_SQL } from './sketch.js';
 
 /** Set in the fold's transaction; migration 10's trigger refuses a watermark moved without it (an older build). */
-export const FOLD_VERSION = '12';
+export const FOLD_VERSION = '16';
 
 /** The names of PAYMENT_NAMES as an SQL list. */
 const PAYMENT_SQL = [...PAYMENT_NAMES].map((n) => `'${n}'`).join(', ');

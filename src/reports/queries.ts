@@ -36,6 +36,36 @@ export interface CampaignRow {
   revenue: { currency: string; netAmount: number | string }[];
 }
 
+export interface SessionsRow {
+  /** The UTC day of the sessions' app_open. */
+  day: string;
+  sessions: number;
+  /** Distinct users with a session that day. */
+  users: number;
+  /** Whole seconds; null on a day without sessions. */
+  medianDurationS: number | null;
+  p90DurationS: number | null;
+  sessionsPerUser: number;
+  /** Sessions by the messenger's platform name ('' for none given). */
+  byPlatform: Record<string, number>;
+}
+
+/**
+ * The nearest-rank percentile (`q` in (0, 1]) of lengths given as [seconds, sessions] in ascending seconds: the
+ * smallest length at or below which at least q of the sessions lie. Null for none.
+ */
+export function percentileOfCounts(lengths: readonly (readonly [number, number])[], q: number): number | null {
+  const total = lengths.reduce((n, [, c]) => n + c, 0);
+  if (total <= 0) return null;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (const [seconds, count] of lengths) {
+    seen += count;
+    if (seen >= rank) return seconds;
+  }
+  return lengths.at(-1)![0];
+}
+
 /** Amounts are sums of integers in minor units: a number while exact, else its digits. */
 const amount = (v: string): number | string => (Number.isSafeInteger(Number(v)) ? Number(v) : v);
 
@@ -70,6 +100,52 @@ export class ReportStore {
       const r = rows.get(d.day)!;
       r.activeUsers = Number(d.active_users);
       r.newUsers = Number(d.new_users);
+    }
+    return [...rows.values()];
+  }
+
+  /** Mini-app sessions per day of the range, zeros included. */
+  async sessions(projectId: string, range: DayRange): Promise<SessionsRow[]> {
+    const [days, platforms, lengths] = await Promise.all([
+      this.sql<{ day: string; sessions: string; users: string }[]>`
+        SELECT day::text, sessions::text, users::text FROM report_session_days
+        WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to} AND sessions > 0`,
+      this.sql<{ day: string; platform: string; sessions: string }[]>`
+        SELECT day::text, platform, sessions::text FROM report_session_platforms
+        WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to} AND sessions > 0`,
+      this.sql<{ day: string; seconds: number; sessions: string }[]>`
+        SELECT day::text, seconds, sessions::text FROM report_session_lengths
+        WHERE project_id = ${projectId} AND day BETWEEN ${range.from} AND ${range.to} AND sessions > 0
+        ORDER BY day, seconds`,
+    ]);
+    const rows = new Map<string, SessionsRow>();
+    for (const day of daysOf(range))
+      rows.set(day, {
+        day,
+        sessions: 0,
+        users: 0,
+        medianDurationS: null,
+        p90DurationS: null,
+        sessionsPerUser: 0,
+        byPlatform: {},
+      });
+    for (const d of days) {
+      const r = rows.get(d.day)!;
+      r.sessions = Number(d.sessions);
+      r.users = Number(d.users);
+      r.sessionsPerUser = r.users > 0 ? r.sessions / r.users : 0;
+    }
+    for (const p of platforms) rows.get(p.day)!.byPlatform[p.platform] = Number(p.sessions);
+    const byDay = new Map<string, [number, number][]>();
+    for (const l of lengths) {
+      let list = byDay.get(l.day);
+      if (list === undefined) byDay.set(l.day, (list = []));
+      list.push([l.seconds, Number(l.sessions)]);
+    }
+    for (const [day, list] of byDay) {
+      const r = rows.get(day)!;
+      r.medianDurationS = percentileOfCounts(list, 0.5);
+      r.p90DurationS = percentileOfCounts(list, 0.9);
     }
     return [...rows.values()];
   }

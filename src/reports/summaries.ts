@@ -2,7 +2,7 @@
 // otherwise group from the events themselves. Events of a commit are grouped by project, UTC day, type and user;
 // those naming a campaign also by it, with the first and last time they were received; payments and refunds stay
 // one row each, to be read again by id.
-import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
+import { readSummary, type SessionMark, SUMMARY_TYPES } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
 import { type FiledUsers, MAX_DAYS } from './filed-users.js';
 
@@ -18,6 +18,30 @@ export interface BaseRows {
   counts: number[];
   firstAt: (string | null)[];
   lastAt: (string | null)[];
+}
+
+/** A window's mini-app sessions, one row each, as parallel arrays (the unnest() parameters of the sessions' fold). */
+export interface SessionRows {
+  projectIds: string[];
+  sessionIds: string[];
+  users: string[];
+  /** The earliest app_open's eventDate, and its platform. */
+  openedAt: (string | null)[];
+  platforms: (string | null)[];
+  /** The latest eventDate of any event but app_close. */
+  lastAt: (string | null)[];
+  /** The latest app_close's eventDate. */
+  closedAt: (string | null)[];
+}
+
+interface Session {
+  projectId: string;
+  id: string;
+  user: number;
+  opened: number;
+  platform: string | null;
+  last: number;
+  closed: number;
 }
 
 interface Named {
@@ -52,6 +76,7 @@ export class WindowSummaries {
     firstAt: [],
     lastAt: [],
   };
+  private readonly sessions = new Map<string, Session>();
   /** Rows made so far. */
   groups = 0;
 
@@ -75,7 +100,8 @@ export class WindowSummaries {
         if (users === undefined) this.plain.set(projectId, (users = new Map()));
         return true;
       },
-      (user, day, typeIndex, campaign, paymentId) => {
+      (user, day, typeIndex, campaign, paymentId, session) => {
+        if (session !== null) this.addSession(projectId, user, session);
         if (paymentId !== null) {
           this.mark(projectId, user, campaign !== null);
           const at = campaign === null ? null : new Date(receivedAt).toISOString();
@@ -112,6 +138,49 @@ export class WindowSummaries {
         }
       },
     );
+  }
+
+  private addSession(projectId: string, user: number, m: SessionMark): void {
+    const key = `${projectId} ${user} ${m.id}`;
+    let s = this.sessions.get(key);
+    if (s === undefined) {
+      this.groups++;
+      this.sessions.set(
+        key,
+        (s = { projectId, id: m.id, user, opened: Infinity, platform: null, last: -Infinity, closed: -Infinity }),
+      );
+    }
+    if (m.kind === 2) s.closed = Math.max(s.closed, m.at);
+    else s.last = Math.max(s.last, m.at);
+    if (m.kind === 1 && m.at < s.opened) {
+      s.opened = m.at;
+      s.platform = m.platform;
+    }
+  }
+
+  /** The window's sessions, once. */
+  sessionRows(): SessionRows {
+    const out: SessionRows = {
+      projectIds: [],
+      sessionIds: [],
+      users: [],
+      openedAt: [],
+      platforms: [],
+      lastAt: [],
+      closedAt: [],
+    };
+    const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+    for (const s of this.sessions.values()) {
+      out.projectIds.push(s.projectId);
+      out.sessionIds.push(s.id);
+      out.users.push(String(s.user));
+      out.openedAt.push(iso(s.opened));
+      out.platforms.push(s.platform);
+      out.lastAt.push(iso(s.last));
+      out.closedAt.push(iso(s.closed));
+    }
+    this.sessions.clear();
+    return out;
   }
 
   /**

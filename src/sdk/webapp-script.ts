@@ -4,12 +4,17 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 
+/** One representation of the script: its bytes and their strong entity tag. */
+export interface Representation {
+  bytes: Buffer;
+  etag: string;
+}
+
 export interface ServedScript {
   /** The file as built. */
-  plain: Buffer;
-  gzip: Buffer;
-  /** A strong entity tag of the file's bytes. */
-  etag: string;
+  plain: Representation;
+  /** Gzipped: bytes of their own, so a tag of their own (a cache never answers one with the other's 304). */
+  gzip: Representation;
 }
 
 /** dist/src/sdk/ looks back into the source tree; run from source (tests), the package is two folders up. */
@@ -25,10 +30,10 @@ export function loadWebappScript(): ServedScript {
       `the mini-app SDK's bundle is missing (looked for ${CANDIDATES.map((f) => f.pathname).join(', ')}); run npm run build`,
     );
   const plain = readFileSync(file);
+  const tag = createHash('sha256').update(plain).digest('base64url').slice(0, 27);
   return {
-    plain,
-    gzip: gzipSync(plain, { level: 9 }),
-    etag: `"${createHash('sha256').update(plain).digest('base64url').slice(0, 27)}"`,
+    plain: { bytes: plain, etag: `"${tag}"` },
+    gzip: { bytes: gzipSync(plain, { level: 9 }), etag: `"${tag}-gz"` },
   };
 }
 

@@ -7,8 +7,10 @@ import { type BrowserContext, chromium, type Locator, type Page, type Route } fr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
+const signer = newSigner();
 let db: TestDatabase;
 let srv: RunningServer;
 let profile: string;
@@ -19,7 +21,7 @@ const pageProblems: string[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  srv = await startServer(db.url);
+  srv = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
   // A fresh profile, and no background traffic: this machine's closed network refuses it anyway.
   profile = mkdtempSync(join(tmpdir(), 'tg-ingest-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {
@@ -927,6 +929,25 @@ describe('admin page', () => {
       pay('2001', 1, 'refunded_payment', 100),
     ];
     expect((await postBotApi(srv.url, own.token, { events })).status).toBe(202);
+    // A mini-app session of 90 s, two days back.
+    const session = '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    const launch = (eventName: string, eventDate: string) => ({
+      eventId: crypto.randomUUID(),
+      eventName,
+      eventType: 'platform',
+      eventDate,
+      propsString: { session_id: session, platform: 'android' },
+    });
+    const initData = makeInitData(signer, { messengerBotId: own.messengerBotId, user: { id: 2004 } });
+    const webapp = await call(`${srv.url}/tg/webapp`, {
+      method: 'POST',
+      body: {
+        botId: own.botId,
+        auth: { initData },
+        events: [launch('app_open', at(2, '09')), launch('app_close', `${day(2)}T09:01:30Z`)],
+      },
+    });
+    expect(webapp.status).toBe(202);
     const q = `from=${day(29)}&to=${day(0)}`;
     const report = async (r: string) =>
       (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/${r}`)).body;
@@ -934,7 +955,12 @@ describe('admin page', () => {
       .poll(async () => (await report(`daily?${q}`)).reduce((n: number, d: { events: number }) => n + d.events, 0), {
         timeout: 10_000,
       })
-      .toBe(events.length);
+      .toBe(events.length + 2);
+    await expect
+      .poll(async () =>
+        (await report(`sessions?${q}`)).reduce((n: number, d: { sessions: number }) => n + d.sessions, 0),
+      )
+      .toBe(1);
     const daily = await report(`daily?${q}`);
     const campaigns = await report(`campaigns?${q}`);
 
@@ -946,6 +972,9 @@ describe('admin page', () => {
     expect(await page.locator('[data-testid="report-events"] canvas').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid="report-users"] canvas').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid="report-revenue"] canvas').count()).toBeGreaterThan(0);
+    expect(await byTestId('report-sessions-total').getAttribute('data-value')).toBe('1');
+    expect(await page.locator('[data-testid="report-sessions"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="report-session-lengths"] canvas').count()).toBeGreaterThan(0);
     expect(await byTestId('report-revenue-net').textContent()).toMatch(/^XTR net (150 XTR|⭐ 150)$/);
     expect(await attrs(byTestId('campaign-row'), 'data-campaign')).toEqual(
       campaigns.map((c: { campaign: string | null }) => c.campaign ?? ''),

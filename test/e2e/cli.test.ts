@@ -113,7 +113,7 @@ describe('the CLI', () => {
     });
   });
 
-  it('prints the daily and revenue reports for a range, as JSON or a table', async () => {
+  it('prints the daily, revenue and sessions reports for a range, as JSON or a table', async () => {
     const p = await provision(srv.url);
     expect(
       (await postBotApi(srv.url, p.token, { events: [serverEvent({ eventDate: '2026-11-02T10:00:00Z' })] })).status,
@@ -125,6 +125,17 @@ describe('the CLI', () => {
       /^day\s+events\s+eventsByType\s+activeUsers\s+newUsers$/,
     );
     expect(cli('report', 'revenue', p.projectId, '--by', 'day').json).toEqual([]);
+    expect(cli('report', 'sessions', p.projectId, '--from', '2026-11-01', '--to', '2026-11-02').json).toEqual(
+      ['2026-11-01', '2026-11-02'].map((day) => ({
+        day,
+        sessions: 0,
+        users: 0,
+        medianDurationS: null,
+        p90DurationS: null,
+        sessionsPerUser: 0,
+        byPlatform: {},
+      })),
+    );
     expect(cli('report', 'daily', p.projectId, '--from', 'yesterday').status).toBe(1);
   });
 

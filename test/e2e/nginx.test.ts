@@ -192,6 +192,9 @@ describe('through nginx with two instances', () => {
     expect((await call(`${lb.url}/healthz`)).body).toEqual({ status: 'ok' });
     expect(await call(`${lb.url}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready' } });
     expect((await call(`${lb.url}/openapi.json`)).body).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
+    const sdk = await call(`${lb.url}/sdk/webapp.js`);
+    expect([sdk.status, sdk.headers.get('access-control-allow-origin')]).toEqual([200, '*']);
+    expect(sdk.text).toContain('tgIngest');
     expect((await admin(lb.url, 'GET', `/admin/projects/${p.projectId}`)).status).toBe(200);
     expect((await call(`${lb.url}/admin/`)).status).toBe(200);
     // The webapp endpoint answers as the service: a CORS preflight, and its own refusal of a bad body.

@@ -801,6 +801,21 @@ describe('admin API', () => {
       undefined,
       400,
     );
+    const sessions = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/sessions',
+      `/admin/projects/${projectId}/reports/sessions?from=2026-11-22&to=2026-11-22`,
+      undefined,
+      200,
+    );
+    expect(sessions.body).toMatchObject([{ day: '2026-11-22', sessions: 0, medianDurationS: null }]);
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/sessions',
+      `/admin/projects/${projectId}/reports/sessions?from=2026-11-23&to=2026-11-22`,
+      undefined,
+      400,
+    );
     const usage = await adminCall(
       'GET',
       '/admin/projects/{projectId}/usage',
@@ -1428,6 +1443,7 @@ const ROUTES = [
   'GET /admin/projects/{projectId}/usage',
   'GET /admin/projects/{projectId}/reports/daily',
   'GET /admin/projects/{projectId}/reports/campaigns',
+  'GET /admin/projects/{projectId}/reports/sessions',
   'GET /admin/projects/{projectId}/reports/revenue',
   'GET /admin/projects/{projectId}/stats',
   'GET /admin/projects/{projectId}/bots',

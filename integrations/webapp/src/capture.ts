@@ -76,7 +76,8 @@ const statusWord = (v: unknown): string | undefined =>
 export function cut(s: string, bytes = TEXT_BYTES): string {
   // A UTF-16 unit is at most 3 UTF-8 bytes: shorter strings need no counting.
   if (s.length * 3 <= bytes) return s;
-  const encoded = new TextEncoder().encode(s);
+  // A UTF-16 unit is at least 1 byte: no more than `bytes` of them can fit, and a long string is not encoded whole.
+  const encoded = new TextEncoder().encode(s.slice(0, bytes));
   if (encoded.length <= bytes) return s;
   let end = bytes;
   // Back to the start of a character: continuation bytes are 10xxxxxx.
@@ -90,6 +91,10 @@ export function invoiceSlug(url: unknown): string | undefined {
   const m = /^https?:\/\/(?:t|telegram)\.me\/(?:\$|invoice\/)([A-Za-z0-9_-]{1,256})(?:[/?#]|$)/.exec(url.trim());
   return m?.[1];
 }
+
+/** The table's own entry for a name the page controls (never Object.prototype's). */
+const own = <T>(table: Record<string, T>, key: string): T | undefined =>
+  Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
 
 const event = (
   eventName: string,
@@ -114,7 +119,7 @@ export function fromMessenger(type: string, data: unknown, ctx: CaptureContext):
       group: 'lifecycle',
       event: event(d.is_visible === true ? 'app_activated' : 'app_deactivated', 'platform'),
     };
-  const button = BUTTONS[type];
+  const button = own(BUTTONS, type);
   if (button !== undefined) {
     const text = button[0] === null ? undefined : ctx.buttonText(button[0]);
     return { group: 'buttons', event: event(button[1], 'interaction', { propsString: strings({ button_text: text }) }) };
@@ -131,13 +136,13 @@ export function fromMessenger(type: string, data: unknown, ctx: CaptureContext):
     const id = typeof d.button_id === 'string' && d.button_id !== '' ? d.button_id : undefined;
     return { group: 'dialogs', event: event('popup_closed', 'interaction', { propsString: strings({ button_id: id }) }) };
   }
-  const dialog = DIALOGS[type];
+  const dialog = own(DIALOGS, type);
   if (dialog !== undefined)
     return {
       group: 'dialogs',
       event: event(dialog, 'interaction', { propsString: strings({ status: statusWord(d.status) }) }),
     };
-  const feature = FEATURES[type];
+  const feature = own(FEATURES, type);
   if (feature !== undefined) {
     const props = typeof d.is_fullscreen === 'boolean' ? { propsBool: { is_fullscreen: d.is_fullscreen } } : {};
     return { group: 'features', event: event(feature, 'platform', props) };
@@ -168,8 +173,26 @@ export function appOpen(launch: {
 export const appClose = (durationMs: number): WebAppEventInput =>
   event('app_close', 'platform', { propsLong: { duration_ms: Math.max(0, Math.round(durationMs)) } });
 
+/**
+ * A text with the launch parameters and initData's fields taken out: an error's message or stack may hold the page's
+ * address (its fragment carries tgWebAppData) or initData itself, a credential.
+ */
+export function withoutLaunch(text: string | undefined): string | undefined {
+  if (text === undefined || !/tgWebApp|auth_date|query_id|signature|hash=/.test(text)) return text;
+  return text.replace(
+    /\b(tgWebApp\w*|query_id|user|receiver|chat|chat_type|chat_instance|start_param|can_send_after|auth_date|signature|hash)=[^&\s#"'`]*/g,
+    '$1=…',
+  );
+}
+
 export const appError = (message: string, source: string | undefined, stack: string | undefined): WebAppEventInput =>
-  event('app_error', 'platform', { propsString: strings({ message, source, stack }) });
+  event('app_error', 'platform', {
+    propsString: strings({
+      message: withoutLaunch(message),
+      source: withoutLaunch(source),
+      stack: withoutLaunch(stack),
+    }),
+  });
 
 export const pageView = (path: string): WebAppEventInput =>
   event('page_view', 'interaction', { propsString: strings({ path }) });

@@ -115,9 +115,10 @@ export function findHost(g: PageGlobals = globalThis as unknown as PageGlobals):
       },
     };
   }
+  const height = (g as { innerHeight?: unknown }).innerHeight;
   return {
     kind: 'bridge',
-    launch: fromParams,
+    launch: typeof height === 'number' && height > 0 ? { ...fromParams, viewportHeight: Math.round(height) } : fromParams,
     initData: () => fromParams.initData,
     buttonText: () => undefined,
     listen: (on) => listenToProtocol(g, on),
@@ -126,12 +127,19 @@ export function findHost(g: PageGlobals = globalThis as unknown as PageGlobals):
 
 /** The messenger's events as it delivers them, beside whatever else the page listens with. */
 function listenToProtocol(g: PageGlobals, on: OnMessengerEvent): () => void {
+  // Never throws into the messenger's call, nor keeps the page's library from its event.
   const receive: Receiver = (type, data) => {
-    if (typeof type === 'string') on(type, data);
+    try {
+      if (typeof type === 'string') on(type, data);
+    } catch {
+      // Captured events are the page's least concern.
+    }
   };
-  // A web client posts a JSON string from the parent frame; messages from anywhere else are not the messenger's.
+  // A web client posts a JSON string from the parent frame (and @telegram-apps/sdk's bridge re-posts a native client's
+  // calls as such messages, from window.parent: the window itself at the top). Messages from anywhere else, another
+  // frame or the page to itself inside a frame, are not the messenger's.
   const onMessage = (e: { source?: unknown; data?: unknown }) => {
-    if (e.source !== g.parent || e.source === g || typeof e.data !== 'string' || e.data.length > MESSAGE_CHARS) return;
+    if (e.source !== g.parent || typeof e.data !== 'string' || e.data.length > MESSAGE_CHARS) return;
     let parsed: unknown;
     try {
       parsed = JSON.parse(e.data);
@@ -141,26 +149,35 @@ function listenToProtocol(g: PageGlobals, on: OnMessengerEvent): () => void {
     if (typeof parsed === 'object' && parsed !== null)
       receive((parsed as { eventType: string }).eventType, (parsed as { eventData?: unknown }).eventData);
   };
-  g.addEventListener?.('message', onMessage);
-  // A native client calls one of these; each is composed with what the page's library put there, before or after.
   const restore: (() => void)[] = [];
-  const compose = (holder: Record<string, unknown>, key: string) => {
-    const before = holder[key];
-    const composed: Receiver = (type, data) => {
-      receive(type, data);
-      if (typeof before === 'function') (before as Receiver)(type, data);
-    };
-    holder[key] = composed;
-    restore.push(() => {
-      if (holder[key] === composed) holder[key] = before;
-    });
-  };
-  g.TelegramGameProxy ??= {};
-  g.Telegram ??= {};
-  g.Telegram.WebView ??= {};
-  compose(g.TelegramGameProxy as Record<string, unknown>, 'receiveEvent');
-  compose(g.Telegram.WebView as Record<string, unknown>, 'receiveEvent');
-  compose(g as unknown as Record<string, unknown>, 'TelegramGameProxy_receiveEvent');
+  // Inside a frame the messenger is a web client: its messages are all. At the top, a native client calls one of the
+  // global receivers: where the bridge has made them its own (accessors), it re-posts each call as a message; else
+  // ours is composed with whatever is there, called first, and the bridge, set up later, composes with it in turn.
+  const receivers: [Record<string, unknown>, string][] = [];
+  if (g.parent === g) {
+    g.TelegramGameProxy ??= {};
+    g.Telegram ??= {};
+    g.Telegram.WebView ??= {};
+    receivers.push(
+      [g.TelegramGameProxy as Record<string, unknown>, 'receiveEvent'],
+      [g.Telegram.WebView as Record<string, unknown>, 'receiveEvent'],
+      [g as unknown as Record<string, unknown>, 'TelegramGameProxy_receiveEvent'],
+    );
+  }
+  const bridged = receivers.some(([holder, key]) => typeof Object.getOwnPropertyDescriptor(holder, key)?.set === 'function');
+  if (receivers.length === 0 || bridged) g.addEventListener?.('message', onMessage);
+  else
+    for (const [holder, key] of receivers) {
+      const before = holder[key];
+      const composed: Receiver = (type, data) => {
+        receive(type, data);
+        if (typeof before === 'function') (before as Receiver)(type, data);
+      };
+      holder[key] = composed;
+      restore.push(() => {
+        if (holder[key] === composed) holder[key] = before;
+      });
+    }
   return () => {
     g.removeEventListener?.('message', onMessage);
     for (const r of restore) r();

@@ -43,6 +43,11 @@ export interface TgIngest {
 
 const OPT_OUT_KEY = 'tg-ingest:opt-out';
 const DEFAULT_MAX_ERRORS = 20;
+/**
+ * Events queued at most (the client's maxQueueEvents, unless given): a page or a messenger that sends a storm of
+ * events costs a bounded queue and storage, the oldest going first.
+ */
+const DEFAULT_MAX_QUEUE = 1000;
 
 interface Page {
   addEventListener(type: string, fn: (e: any) => void, options?: { capture?: boolean }): void;
@@ -63,10 +68,13 @@ function storedOptOut(): boolean {
   }
 }
 
-function storeOptOut(out: boolean): void {
+/** Keeps the choice; opting out also deletes what the client kept for a later launch (its outbox for the bot). */
+function storeOptOut(out: boolean, botId: string): void {
   try {
-    if (out) page.localStorage?.setItem(OPT_OUT_KEY, '1');
-    else page.localStorage?.removeItem(OPT_OUT_KEY);
+    if (out) {
+      page.localStorage?.setItem(OPT_OUT_KEY, '1');
+      page.localStorage?.removeItem(`tg-ingest:outbox:${botId}`);
+    } else page.localStorage?.removeItem(OPT_OUT_KEY);
   } catch {
     // Storage refused: the choice holds for this page only.
   }
@@ -113,8 +121,13 @@ export function tgIngest(options: TgIngestOptions): TgIngest {
     if (openSent) send(appClose(page.performance.now() - openedAt));
   });
 
+  if (optedOut) storeOptOut(true, options.botId);
   const client = createClient({
+    maxQueueEvents: DEFAULT_MAX_QUEUE,
+    whenFull: 'drop-oldest',
     ...options.client,
+    // Opted out: nothing kept for a later launch.
+    ...(optedOut ? { persist: false } : {}),
     baseUrl: options.baseUrl,
     botId: options.botId,
     initData: () => host.initData(),
@@ -133,21 +146,36 @@ export function tgIngest(options: TgIngestOptions): TgIngest {
   stops.push(host.listen((type, data) => capture(fromMessenger(type, data, host))));
 
   if (on('errors')) {
-    const report = (message: string, source: string | undefined, stack: string | undefined) => {
+    // A handler never throws into the page: a reason whose String() or stack throws is reported as unreadable.
+    const report = (read: () => [string, string | undefined, string | undefined]) => {
       if (errors >= maxErrors) return;
       errors++;
-      send(appError(message, source, stack));
+      let parts: [string, string | undefined, string | undefined];
+      try {
+        parts = read();
+      } catch {
+        parts = ['(unreadable)', undefined, undefined];
+      }
+      send(appError(...parts));
     };
     listen('error', (e: { message?: unknown; filename?: unknown; lineno?: unknown; colno?: unknown; error?: any; target?: unknown }) => {
       // Capturing: a resource that failed to load (an image, a script) is not an uncaught error.
       if (e.target !== page && e.target !== undefined) return;
-      const where = typeof e.filename === 'string' && e.filename !== '' ? `${e.filename}:${e.lineno}:${e.colno}` : undefined;
-      report(String(e.message ?? 'Error'), where, typeof e.error?.stack === 'string' ? e.error.stack : undefined);
+      report(() => [
+        String(e.message ?? 'Error'),
+        typeof e.filename === 'string' && e.filename !== '' ? `${e.filename}:${e.lineno}:${e.colno}` : undefined,
+        typeof e.error?.stack === 'string' ? e.error.stack : undefined,
+      ]);
     });
     listen('unhandledrejection', (e: { reason?: any }) => {
-      const r = e.reason;
-      const message = r instanceof Error ? `${r.name}: ${r.message}` : String(r);
-      report(message, 'unhandledrejection', typeof r?.stack === 'string' ? r.stack : undefined);
+      report(() => {
+        const r = e.reason;
+        return [
+          r instanceof Error ? `${r.name}: ${r.message}` : String(r),
+          'unhandledrejection',
+          typeof r?.stack === 'string' ? r.stack : undefined,
+        ];
+      });
     });
   }
 
@@ -186,11 +214,11 @@ export function tgIngest(options: TgIngestOptions): TgIngest {
     track: send,
     optOut() {
       optedOut = true;
-      storeOptOut(true);
+      storeOptOut(true, options.botId);
     },
     optIn() {
       optedOut = false;
-      storeOptOut(false);
+      storeOptOut(false, options.botId);
     },
     get optedOut() {
       return optedOut;

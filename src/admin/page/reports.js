@@ -1,7 +1,7 @@
 // @ts-check
 // The admin page: the reports view. Events per day stacked by type, active and new users per day, net revenue per
-// day per currency, and the campaigns table, over 7, 30 or 90 days or a chosen range; each with a CSV download of
-// the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
+// day per currency, mini-app sessions per day by platform and their lengths, and the campaigns table, over 7, 30 or
+// 90 days or a chosen range; each with a CSV download of the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError, onSignOut } from './api.js';
@@ -19,6 +19,8 @@ const DAY_S = 86_400;
  * @typedef {{ currency: string, netAmount: unknown, days: { day: string, netAmount: unknown }[] }} RevenueLine
  * @typedef {{ campaign: string | null, newUsers: number, activeUsers: number, payers: number,
  *   revenue: { currency: string, netAmount: unknown }[] }} CampaignRow
+ * @typedef {{ day: string, sessions: number, users: number, medianDurationS: number | null,
+ *   p90DurationS: number | null, sessionsPerUser: number, byPlatform: Record<string, number> }} SessionsRow
  * @typedef {{ destroy(): void, setSize(size: { width: number, height: number }): void, height: number }} Chart
  */
 /** The x series of every chart: a day, shown as its date in the legend. */
@@ -48,10 +50,12 @@ export function resetReports() {
   for (const c of charts) c.destroy();
   charts = [];
   shown = null;
-  for (const id of ['report-events', 'report-users', 'report-revenue']) $(id).replaceChildren();
+  for (const id of ['report-events', 'report-users', 'report-revenue', 'report-sessions', 'report-session-lengths'])
+    $(id).replaceChildren();
   $('campaigns-body').replaceChildren();
   $('reports-status').textContent = '';
-  for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total']) $(id).textContent = '';
+  for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total', 'report-sessions-total'])
+    $(id).textContent = '';
 }
 
 /** @param {Date} d */
@@ -74,15 +78,17 @@ export async function loadReports(range = shown ?? lastDays(Number($('report-day
   const q = `from=${range.from}&to=${range.to}`;
   $('reports-status').textContent = 'Loading…';
   try {
-    /** @type {[DailyRow[], RevenueLine[], CampaignRow[]]} */
-    const [daily, revenue, campaigns] = await Promise.all([
+    /** @type {[DailyRow[], RevenueLine[], CampaignRow[], SessionsRow[]]} */
+    const [daily, revenue, campaigns, sessions] = await Promise.all([
       api('GET', `/admin/projects/${projectId}/reports/daily?${q}`),
       api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
       api('GET', `/admin/projects/${projectId}/reports/campaigns?${q}`),
+      api('GET', `/admin/projects/${projectId}/reports/sessions?${q}`),
     ]);
     if (projectId !== state.projectId || !current()) return;
     shown = range;
     draw(daily, revenue, campaigns);
+    drawSessions(sessions);
     $('reports-status').textContent = `${range.from} to ${range.to} (UTC), up to a minute behind the events.`;
   } catch (err) {
     if (isSignedOutError(err) || projectId !== state.projectId || !current()) return;
@@ -208,6 +214,62 @@ function draw(daily, revenue, campaigns) {
   $('campaigns-empty').hidden = campaigns.length > 0;
 }
 
+/** Sessions per day stacked by platform, and their median and 90th-percentile lengths. @param {SessionsRow[]} rows */
+function drawSessions(rows) {
+  const xs = rows.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
+  const total = rows.reduce((n, d) => n + d.sessions, 0);
+  $('report-sessions-total').textContent = `${fmt(total)} sessions`;
+  $('report-sessions-total').setAttribute('data-value', String(total));
+  if (total === 0) {
+    $('report-sessions').replaceChildren(el('p', { class: 'muted' }, 'No mini-app sessions in this range.'));
+    return;
+  }
+  const platforms = [...new Set(rows.flatMap((d) => Object.keys(d.byPlatform)))].sort();
+  const own = platforms.map((p) => rows.map((d) => d.byPlatform[p] ?? 0));
+  const stacked = own.map((_, i) => rows.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + (s[k] ?? 0), 0)));
+  const order = platforms.map((_, i) => platforms.length - 1 - i);
+  charts.push(
+    new uPlot(
+      {
+        width: width(),
+        height: 200,
+        series: [
+          DAY_SERIES,
+          ...order.map((i) => ({
+            label: platforms[i] || '(none)',
+            stroke: COLORS[i % COLORS.length],
+            fill: COLORS[i % COLORS.length],
+            paths: uPlot.paths.bars({ size: [0.8, 40] }),
+            /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
+            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i]?.[k])),
+          })),
+        ],
+        axes: [DAY_AXIS, {}],
+        scales: { x: { time: true } },
+      },
+      [xs, ...order.map((i) => stacked[i])],
+      $('report-sessions'),
+    ),
+  );
+  charts.push(
+    new uPlot(
+      {
+        width: width(),
+        height: 160,
+        series: [
+          DAY_SERIES,
+          { label: 'median length, s', stroke: '#1f6feb', width: 2 },
+          { label: '90th percentile, s', stroke: '#8250df', width: 2 },
+        ],
+        axes: [DAY_AXIS, {}],
+        scales: { x: { time: true } },
+      },
+      [xs, rows.map((d) => d.medianDurationS), rows.map((d) => d.p90DurationS)],
+      $('report-session-lengths'),
+    ),
+  );
+}
+
 /** A report's CSV, fetched with the admin token (a plain link cannot carry it), saved under the server's name. @param {string} report */
 async function download(report) {
   if (shown === null) return;
@@ -235,7 +297,7 @@ export function startReports() {
   new ResizeObserver(() => {
     for (const c of charts) c.setSize({ width: width(), height: c.height });
   }).observe($('reports'));
-  for (const report of ['daily', 'revenue', 'campaigns'])
+  for (const report of ['daily', 'revenue', 'campaigns', 'sessions'])
     $(`report-csv-${report}`).addEventListener('click', () =>
       download(report).catch((err) => {
         $('reports-status').textContent = describe(err);

@@ -1,4 +1,5 @@
-// The reports' routes: daily activity, revenue and campaigns, as JSON or (`?format=csv`) the same numbers as CSV.
+// The reports' routes: daily activity, revenue, campaigns and mini-app sessions, as JSON or (`?format=csv`) the same
+// numbers as CSV.
 import { type AdminGuard, existingProject, pageLimit } from '../../admin/api.js';
 import type { AdminStore } from '../../admin/store.js';
 import { HttpError } from '../../base/errors.js';
@@ -6,7 +7,7 @@ import type { Route } from '../../http/route.js';
 import type { Reply, Request } from '../../http/server.js';
 import { adminOp, list, query } from '../../openapi/admin.js';
 import { json, type Obj } from '../../openapi/operations.js';
-import type { CampaignRow, DailyRow, ReportStore, RevenueRow } from '../../reports/queries.js';
+import type { CampaignRow, DailyRow, ReportStore, RevenueRow, SessionsRow } from '../../reports/queries.js';
 import { dayRange, type DayRange, toCsv } from '../../reports/range.js';
 
 /** Days a daily report covers when the request names none. */
@@ -84,6 +85,30 @@ export function revenueCsv(rows: RevenueRow[]): string {
   );
 }
 
+export function sessionsCsv(rows: SessionsRow[]): string {
+  const platforms = [...new Set(rows.flatMap((r) => Object.keys(r.byPlatform)))].sort();
+  return toCsv(
+    [
+      'day',
+      'sessions',
+      'users',
+      'median_duration_s',
+      'p90_duration_s',
+      'sessions_per_user',
+      ...platforms.map((p) => `sessions_${p}`),
+    ],
+    rows.map((r) => [
+      r.day,
+      r.sessions,
+      r.users,
+      r.medianDurationS,
+      r.p90DurationS,
+      r.sessionsPerUser,
+      ...platforms.map((p) => r.byPlatform[p] ?? 0),
+    ]),
+  );
+}
+
 export function campaignsCsv(rows: CampaignRow[]): string {
   const currencies = [...new Set(rows.flatMap((r) => r.revenue.map((v) => v.currency)))].sort();
   return toCsv(
@@ -120,6 +145,27 @@ export function reportsRoutes(projects: AdminStore, reports: ReportStore, guard:
         query: reportQuery(30),
         errors: ['bad_request'],
         success: { 200: okCsv('One row per day, oldest first.', list('DailyReportRow')) },
+      }),
+    },
+    {
+      method: 'get',
+      path: '/admin/projects/:projectId/reports/sessions',
+      handler: guard(async (req) => {
+        const q = queryOf(req);
+        const f = format(q);
+        const r = range(q, DEFAULT_DAYS)!;
+        const rows = await reports.sessions(await project(req), r);
+        return f === 'csv' ? csv(`sessions-${r.from}-${r.to}`, sessionsCsv(rows)) : { status: 200, body: rows };
+      }),
+      operation: adminOp({
+        operationId: 'getSessionsReport',
+        summary: 'Mini-app sessions, users, lengths and platforms per day',
+        description:
+          "A session is a user's events of the webapp endpoint that carry one `propsString.session_id` (a UUID; @tg-ingest/webapp sends one per launch). It counts on the UTC day of its earliest `app_open`'s eventDate, with that event's `platform`; one without an `app_open` is not a session. Its length runs from the `app_open` to its latest `app_close`, or to its latest other event when no close came within 30 minutes of that event, in whole seconds. From aggregates the service keeps as events are stored, like the daily report; an erasure removes the users' sessions from them. Every day of the range is listed, zeros included.",
+        ids: ['ProjectId'],
+        query: reportQuery(30),
+        errors: ['bad_request'],
+        success: { 200: okCsv('One row per day, oldest first.', list('SessionsReportRow')) },
       }),
     },
     {

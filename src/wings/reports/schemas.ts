@@ -1,4 +1,4 @@
-// The component schemas of the reports: daily, campaigns, revenue.
+// The component schemas of the reports: daily, campaigns, revenue, sessions.
 import { closed, count, type Schema } from '../../openapi/schemas.js';
 
 export function reportsSchemas(): Record<string, Schema> {
@@ -49,6 +49,27 @@ export function reportsSchemas(): Record<string, Schema> {
       },
       activeUsers: count('Distinct users with a stored event that day.'),
       newUsers: count('Users whose earliest stored event falls on that day.'),
+    }),
+    SessionsReportRow: closed({
+      day: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC date of the app_open.' },
+      sessions: count('Sessions whose app_open falls on that day.'),
+      users: count('Distinct users with such a session.'),
+      medianDurationS: {
+        type: ['integer', 'null'],
+        minimum: 0,
+        description: 'Whole seconds; the smallest length at or below which half the sessions lie. Null: no sessions.',
+      },
+      p90DurationS: {
+        type: ['integer', 'null'],
+        minimum: 0,
+        description: 'Whole seconds; the smallest length at or below which 90% of the sessions lie. Null: no sessions.',
+      },
+      sessionsPerUser: { type: 'number', minimum: 0, description: 'sessions / users; 0 without sessions.' },
+      byPlatform: {
+        type: 'object',
+        description: "Sessions by the app_open's platform (ios, android, tdesktop, weba, webk, macos, …; '' for none).",
+        additionalProperties: { type: 'integer', minimum: 0 },
+      },
     }),
   };
 }

@@ -11,24 +11,21 @@ export const SCRIPT_MAX_AGE_S = 3600;
 
 export function sdkWing(): Wing {
   const script = loadWebappScript();
-  const common = {
+  const headers = (etag: string) => ({
     'Cache-Control': `public, max-age=${SCRIPT_MAX_AGE_S}`,
-    ETag: script.etag,
+    ETag: etag,
     Vary: 'Accept-Encoding',
     'Access-Control-Allow-Origin': '*',
     'Cross-Origin-Resource-Policy': 'cross-origin',
-    'X-Content-Type-Options': 'nosniff',
-  };
-  const gzipped = { ...common, 'Content-Encoding': 'gzip' };
+  });
+  const plain = headers(script.plain.etag);
+  const gzipped = { ...headers(script.gzip.etag), 'Content-Encoding': 'gzip' };
   const handler: Handler = (req) => {
-    if (notModified(req.headers['if-none-match'], script.etag)) return { status: 304, headers: common };
     const gzip = acceptsGzip(req.headers['accept-encoding']);
-    return {
-      status: 200,
-      contentType: 'text/javascript; charset=utf-8',
-      headers: gzip ? gzipped : common,
-      body: gzip ? script.gzip : script.plain,
-    };
+    const chosen = gzip ? script.gzip : script.plain;
+    const sent = gzip ? gzipped : plain;
+    if (notModified(req.headers['if-none-match'], chosen.etag)) return { status: 304, headers: sent };
+    return { status: 200, contentType: 'text/javascript; charset=utf-8', headers: sent, body: chosen.bytes };
   };
   return {
     name: 'sdk',
