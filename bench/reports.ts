@@ -1,6 +1,7 @@
 // reports-50m: the report aggregator catches up on the preloaded table of b-large-50m (10 million users, with
 // campaigns, payments and refunds), as on a first start over existing history, then each report is asked for the
-// last 90 days. The reports read the aggregates alone, so their time should not depend on the events behind them.
+// last 90 days (the sessions report too: every other visit of the preload is a mini-app session). The reports read
+// the aggregates alone, so their time should not depend on the events behind them.
 import { createLogger } from '../src/base/log.js';
 import { ReportAggregator } from '../src/reports/aggregator.js';
 import { FOLD_VERSION } from '../src/reports/fold-sql.js';
@@ -21,7 +22,8 @@ export async function reports50m(
   // As on a first start over existing history (the service's own aggregator began at its start, after the table
   // was empty, and the preload wrote the past since).
   await db.sql`TRUNCATE report_day_types, report_days, report_active, report_users, report_payments,
-                        report_revenue_days, report_campaign_days, report_campaign_revenue`;
+                        report_revenue_days, report_campaign_days, report_campaign_revenue, report_sessions,
+                        report_session_days, report_session_platforms, report_session_lengths, report_session_users`;
   // A rebuild from the events (docs/operations.md): everything up to now is read from the table, and the summaries
   // of commits up to now go, their events with the rest.
   await db.sql.begin(async (tx) => {
@@ -46,6 +48,7 @@ export async function reports50m(
     daily: () => store.daily(projectId, range),
     revenue: () => store.revenue(projectId, range, true),
     campaigns: () => store.campaigns(projectId, range, 100),
+    sessions: () => store.sessions(projectId, range),
   };
   const row: Row = {
     scenario: `reports-50m (each report over 90 days, median of ${RUNS}; aggregates of ${fmt(counted!)} events)`,
@@ -68,6 +71,10 @@ export async function reports50m(
     results.push({ name: `reports-50m_${name}_ms`, value: Number(median.toFixed(1)), unit: 'ms' });
     say(`reports-50m: ${name} ${median.toFixed(1)} ms at the median (goal < ${GOAL_MS} ms)`);
   }
+  const sessions = await reports.sessions();
+  say(
+    `reports-50m: ${fmt(sessions.reduce((a, d) => a + d.sessions, 0))} mini-app sessions of ${fmt(sessions.reduce((a, d) => a + d.users, 0))} user-days in the range`,
+  );
   const shown = await reports.campaigns();
   say(
     `reports-50m: ${shown.length} campaigns, ${fmt(shown.reduce((a, c) => a + c.activeUsers, 0))} active users in all`,

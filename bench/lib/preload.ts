@@ -5,7 +5,9 @@
 // bulk load is done, with its leaf pages 70% full: what random inserts leave in an index grown one
 // row at a time (a fresh build packs them to 90%, and the benchmark would then measure the page
 // splits of a table that was just bulk-loaded rather than one that grew). The events are visits of 10 million
-// users, with campaigns, payments and refunds among them, for the reports of reports-50m.
+// users, with campaigns, payments and refunds among them, for the reports of reports-50m; every other visit is a
+// mini-app session (its plain events come from the webapp endpoint with a session_id, the first an app_open, the last
+// an app_close), for its sessions report.
 import { FOLD_VERSION } from '../../src/reports/fold-sql.js';
 import type { Database } from './env.js';
 
@@ -33,10 +35,18 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
         INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id, origin, channel,
                             text, props_string, props_long, props_float, props_bool, tg, billed, summarized)
         SELECT ${projectId}, ${botId}, gen_random_uuid(),
-               (ARRAY['screen_view', 'command', 'successful_payment', 'refunded_payment'])[k + 1],
+               CASE WHEN k = 0 AND mini AND i % ${PER_VISIT} = 0 THEN 'app_open'
+                    WHEN k = 0 AND mini AND i % ${PER_VISIT} = ${PER_VISIT - 1} THEN 'app_close'
+                    ELSE (ARRAY['screen_view', 'command', 'successful_payment', 'refunded_payment'])[k + 1] END,
                (ARRAY['interaction', 'message', 'payment', 'payment'])[k + 1],
-               t, t, 100000000 + (ud * 7919) % ${USERS}, CASE WHEN k = 0 THEN 'custom' ELSE 'platform' END, 'bot_api',
-               NULL, '{"screen": "home", "variant": "a"}', jsonb_build_object('items', i % 7, 'price_cents', 1299 + i % 1000), NULL, '{"first_time": true}',
+               t, t, 100000000 + (ud * 7919) % ${USERS}, CASE WHEN k = 0 THEN 'custom' ELSE 'platform' END,
+               CASE WHEN k = 0 AND mini THEN 'webapp' ELSE 'bot_api' END,
+               NULL,
+               CASE WHEN k = 0 AND mini
+                    THEN jsonb_build_object('screen', 'home', 'variant', 'a', 'session_id', md5(ud::text)::uuid,
+                                            'platform', (ARRAY['ios', 'android', 'tdesktop', 'weba'])[1 + ud % 4])
+                    ELSE '{"screen": "home", "variant": "a"}' END,
+               jsonb_build_object('items', i % 7, 'price_cents', 1299 + i % 1000), NULL, '{"first_time": true}',
                CASE k
                  WHEN 0 THEN NULL
                  WHEN 1 THEN jsonb_build_object('command', 'start', 'start_param', 'camp_' || (ud * 7919) % 47)
@@ -45,7 +55,7 @@ export async function preload(db: Database, ids: { projectId: string; botId: str
                END,
                true, true
         FROM (
-          SELECT i, ud, t,
+          SELECT i, ud, t, ud % 2 = 0 AS mini,
                  CASE WHEN i % ${PER_VISIT} = 0 AND (ud * 7919) % 5 = 0 THEN 1
                       WHEN i % ${PER_VISIT} = ${PER_VISIT - 1} AND ud % 50 = 0 THEN 2
                       WHEN i % ${PER_VISIT} = ${PER_VISIT - 2} AND ud % 1000 = 0 THEN 3

@@ -87,7 +87,12 @@ export function checkRoom(deps: CommitDeps, projectId: string, declared = 0): vo
 export async function commitBatch(deps: CommitDeps, result: BatchResult, t: CommitTarget): Promise<Reply> {
   let batch = result;
   // What this request holds until the commit settles is counted before anything is awaited.
-  let derived = batch.rows.byteLength + batch.summary.byteLength + batch.quarantine.byteLength + batch.inflatedBytes;
+  let derived =
+    batch.rows.byteLength +
+    batch.summary.byteLength +
+    batch.sessions.byteLength +
+    batch.quarantine.byteLength +
+    batch.inflatedBytes;
   if (!deps.derived.take(t.projectId, derived))
     throw new HttpError('overloaded', { message: OVER_SHARE, retryAfterS: 1 });
   try {

@@ -6,7 +6,8 @@ import type { ActionRef, BotSnapshot, Channel, UserSeen } from '../base/model.js
 import type { StoredBatch } from '../writer/sink.js';
 import { DiagnosticSink, type Diagnostic, type DiagnosticCounts } from './diagnostics.js';
 import { eventRow, type QuarantineContext, quarantineRow, RowBuffer } from './copy-text.js';
-import { sessionMark, SummaryWriter } from './summary.js';
+import { sessionMark, SessionSummaryWriter } from './session-summary.js';
+import { SummaryWriter } from './summary.js';
 import { diagnosticId, normalizeEvent } from './event.js';
 import { checkPlan, type PlanRef } from './plans.js';
 import { parseUuid } from './ids.js';
@@ -136,6 +137,7 @@ function runEvents(
   const actions: ActionRef[] = [];
   const rows = new RowBuffer(sizeHint);
   const summary = new SummaryWriter(ctx.projectId, ctx.receivedAt, events.length);
+  const sessions = new SessionSummaryWriter(ctx.projectId, ctx.receivedAt);
   const quarantine = new RowBuffer(0);
   const quarantineCodes: Record<string, number> = {};
   const live: LiveEvent[] | null = (ctx.liveSample ?? 0) > 0 ? [] : null;
@@ -233,7 +235,11 @@ function runEvents(
     }
     accepted++;
     userIds.add(ev.platformUserId!);
-    rows.push(eventRow(ctx, ev, summary.add(ev, sessionMark(ctx.channel, raw.propsString, ev))));
+    const summarized = summary.add(ev);
+    // A session's record only beside a summarized row: the others are read from the table, by the same rule.
+    const session = summarized ? sessionMark(ctx.channel, raw.propsString, ev) : null;
+    if (session !== null) sessions.add(Number(ev.platformUserId), session);
+    rows.push(eventRow(ctx, ev, summarized));
     if (ev.actionKey !== null) actions.push({ key: ev.actionKey, eventId });
     if (dueRecheck(ev.eventDate)) recheck.push(eventId);
     watch(raw, 'accepted', diagnostics, ev);
@@ -244,6 +250,7 @@ function runEvents(
     duplicated,
     rows,
     summary,
+    sessions,
     actions,
     userIds,
     quarantine,
@@ -270,6 +277,7 @@ function finish(
     rows: r.rows.bytes(),
     rowCount: r.rows.rows,
     summary: r.summary.bytes(),
+    sessions: r.sessions.bytes(),
     actions: r.actions,
     userIds: [...r.userIds],
     profiles,

@@ -10,10 +10,7 @@
 //   u8 version, 16 bytes project id, f64 received_at (ms since 1970), u32 records, then each record:
 //   f64 user id (NaN: none), i32 UTC day (days since 1970-01-01), u8 event type (index in SUMMARY_TYPES), u8 flags;
 //   flags & CAMPAIGN: u16 byte length and the UTF-8 of the campaign (start_param, at most 256 code points);
-//   flags & PAYMENT: the 16 bytes of the event id (a successful_payment or refunded_payment, read again by id);
-//   flags & SESSION: a mini-app session's event (webapp, propsString.session_id a UUID): the 16 bytes of the session
-//   id, f64 eventDate (ms since 1970), u8 kind (SESSION_KINDS), u8 byte length and the ASCII of the platform
-//   (app_open only, at most 32).
+//   flags & PAYMENT: the 16 bytes of the event id (a successful_payment or refunded_payment, read again by id).
 import { isUtf8 } from 'node:buffer';
 import { EVENT_TYPES } from './event.js';
 import { truncateCodePoints } from './strings.js';
@@ -23,17 +20,6 @@ const HEADER = 1 + 16 + 8 + 4;
 const RECORD = 8 + 4 + 1 + 1;
 const CAMPAIGN = 1;
 const PAYMENT = 2;
-const SESSION = 4;
-/** A session record's kind: app_open starts a session, app_close ends it, any other event of it is `event`. */
-export const SESSION_KINDS = ['event', 'open', 'close'] as const;
-export type SessionKind = 0 | 1 | 2;
-const SESSION_NAMES: ReadonlyMap<string, SessionKind> = new Map([
-  ['app_open', 1],
-  ['app_close', 2],
-]);
-/** A platform as the messenger names them (ios, android, tdesktop, weba, …), as the sessions report keeps it. */
-const PLATFORM = /^[a-z0-9_]{1,32}$/;
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** Event types by the index a record stores: EVENT_TYPES' order, which is append only. */
 export const SUMMARY_TYPES: readonly string[] = [...EVENT_TYPES];
 const TYPE_INDEX = new Map<string, number>(SUMMARY_TYPES.map((t, i) => [t, i]));
@@ -84,45 +70,6 @@ export interface SummaryEvent {
   startParam: string | null;
 }
 
-/** A mini-app session's part of an event: which session, when, what kind, and (app_open) the platform. */
-export interface SessionMark {
-  /** Lowercase UUID. */
-  id: string;
-  /** eventDate, ms since 1970. */
-  at: number;
-  kind: SessionKind;
-  platform: string | null;
-}
-
-/**
- * The session an event of the webapp endpoint belongs to, from its propsString as sent and as stored (JSON text):
- * null unless session_id is a UUID the stored text holds as sent. The platform counts on app_open, when it is one.
- * The SQL of the fold reads rows no summary holds by the same rule (src/reports/session-sql.ts).
- */
-export function sessionMark(
-  channel: string,
-  sent: unknown,
-  stored: { eventName: string; eventDate: string; propsString: string | null },
-): SessionMark | null {
-  if (channel !== 'webapp' || stored.propsString === null || typeof sent !== 'object' || sent === null) return null;
-  const id = (sent as Record<string, unknown>).session_id;
-  if (typeof id !== 'string' || !UUID.test(id) || !stored.propsString.includes(`"session_id":"${id}"`)) return null;
-  const kind = SESSION_NAMES.get(stored.eventName) ?? 0;
-  const platform = (sent as Record<string, unknown>).platform;
-  return {
-    id: id.toLowerCase(),
-    at: Date.parse(stored.eventDate),
-    kind,
-    platform:
-      kind === 1 &&
-      typeof platform === 'string' &&
-      PLATFORM.test(platform) &&
-      stored.propsString.includes(`"platform":"${platform}"`)
-        ? platform
-        : null,
-  };
-}
-
 const uuidBytes = (id: string) => Buffer.from(id.replaceAll('-', ''), 'hex');
 
 /** One request's section, built as its events are accepted. */
@@ -139,45 +86,25 @@ export class SummaryWriter {
   }
 
   /** Adds the event; false when it cannot be described exactly (its row must say summarized = false). */
-  add(ev: SummaryEvent, session: SessionMark | null = null): boolean {
+  add(ev: SummaryEvent): boolean {
     const type = TYPE_INDEX.get(ev.eventType);
     const user = ev.platformUserId === null ? Number.NaN : Number(ev.platformUserId);
     if (type === undefined || (ev.platformUserId !== null && !Number.isSafeInteger(user))) return false;
     let campaign = ev.startParam === null || ev.startParam === '' ? null : ev.startParam;
     if (campaign !== null) campaign = truncateCodePoints(campaign, CAMPAIGN_MAX_CHARS) ?? campaign;
-    this.addRecord(
-      user,
-      utcDay(ev.eventDate),
-      type,
-      campaign,
-      PAYMENT_NAMES.has(ev.eventName) ? ev.eventId : null,
-      Number.isNaN(user) ? null : session,
-    );
+    this.addRecord(user, utcDay(ev.eventDate), type, campaign, PAYMENT_NAMES.has(ev.eventName) ? ev.eventId : null);
     return true;
   }
 
   /** Adds a record as readSummary gives it. */
-  addRecord(
-    user: number,
-    day: number,
-    type: number,
-    campaign: string | null,
-    paymentId: string | null,
-    session: SessionMark | null = null,
-  ): void {
-    this.reserve(
-      RECORD +
-        (campaign === null ? 0 : 2 + Buffer.byteLength(campaign)) +
-        (paymentId === null ? 0 : 16) +
-        (session === null ? 0 : 26 + (session.platform?.length ?? 0)),
-    );
+  addRecord(user: number, day: number, type: number, campaign: string | null, paymentId: string | null): void {
+    this.reserve(RECORD + (campaign === null ? 0 : 2 + Buffer.byteLength(campaign)) + (paymentId === null ? 0 : 16));
     const b = this.buf;
     let at = this.len;
     b.writeDoubleLE(user, at);
     b.writeInt32LE(day, at + 8);
     b[at + 12] = type;
-    b[at + 13] =
-      (campaign === null ? 0 : CAMPAIGN) | (paymentId === null ? 0 : PAYMENT) | (session === null ? 0 : SESSION);
+    b[at + 13] = (campaign === null ? 0 : CAMPAIGN) | (paymentId === null ? 0 : PAYMENT);
     at += RECORD;
     if (campaign !== null) {
       const n = b.write(campaign, at + 2);
@@ -187,14 +114,6 @@ export class SummaryWriter {
     if (paymentId !== null) {
       uuidBytes(paymentId).copy(b, at);
       at += 16;
-    }
-    if (session !== null) {
-      uuidBytes(session.id).copy(b, at);
-      b.writeDoubleLE(session.at, at + 16);
-      b[at + 24] = session.kind;
-      const n = session.platform === null ? 0 : b.write(session.platform, at + 26, 'latin1');
-      b[at + 25] = n;
-      at += 26 + n;
     }
     this.len = at;
     this.count++;
@@ -228,7 +147,6 @@ export type RecordVisitor = (
   typeIndex: number,
   campaign: string | null,
   paymentId: string | null,
-  session: SessionMark | null,
 ) => void;
 
 export interface SummarySection {
@@ -277,7 +195,7 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
       need(RECORD);
       const flags = bytes[at + 13]!;
       const typeIndex = bytes[at + 12]!;
-      if (typeIndex >= SUMMARY_TYPES.length || flags > (CAMPAIGN | PAYMENT | SESSION))
+      if (typeIndex >= SUMMARY_TYPES.length || flags > (CAMPAIGN | PAYMENT))
         throw new SummaryFormatError(`record at byte ${at}`);
       const user = view.getFloat64(at, true);
       const day = view.getInt32(at + 8, true);
@@ -306,28 +224,7 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
         if (wanted) paymentId = uuidText(hex(bytes, at));
         at += 16;
       }
-      let session: SessionMark | null = null;
-      if (flags & SESSION) {
-        need(26);
-        const eventAt = view.getFloat64(at + 16, true);
-        const kind = bytes[at + 24]!;
-        const n = bytes[at + 25]!;
-        need(26 + n);
-        const platform = n === 0 ? null : text.toString('latin1', at + 26, at + 26 + n);
-        // A time PostgreSQL's timestamptz takes, a kind there is, a platform as PLATFORM, and a user: as the writer
-        // makes them.
-        if (
-          !Number.isFinite(eventAt) ||
-          Math.abs(eventAt) > 1e14 ||
-          kind > 2 ||
-          (platform !== null && !PLATFORM.test(platform)) ||
-          Number.isNaN(user)
-        )
-          throw new SummaryFormatError(`session at byte ${at}`);
-        if (wanted) session = { id: uuidText(hex(bytes, at)), at: eventAt, kind: kind as SessionKind, platform };
-        at += 26 + n;
-      }
-      if (wanted) record(user, day, typeIndex, campaign, paymentId, session);
+      if (wanted) record(user, day, typeIndex, campaign, paymentId);
     }
   }
 }
@@ -351,9 +248,9 @@ export function withoutUsers(bytes: Uint8Array, projectId: string, users: Readon
       writer = new SummaryWriter(s.projectId, new Date(s.receivedAt).toISOString(), s.records);
       return true;
     },
-    (user, day, typeIndex, campaign, paymentId, session) => {
+    (user, day, typeIndex, campaign, paymentId) => {
       if (current!.projectId !== projectId || !users.has(user))
-        writer!.addRecord(user, day, typeIndex, campaign, paymentId, session);
+        writer!.addRecord(user, day, typeIndex, campaign, paymentId);
     },
   );
   flush();

@@ -7,6 +7,7 @@
 import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Logger } from '../base/log.js';
+import { SessionSummaryFormatError } from '../pipeline/session-summary.js';
 import { SummaryFormatError } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
 import { FiledUsers } from './filed-users.js';
@@ -153,13 +154,19 @@ export class ReportAggregator {
         ids.push(list[i]!.id);
         bytes += list[i]!.bytes;
       }
-      const rows = await tx<{ id: string; summary: Buffer }[]>`
-        SELECT summary_id::text AS id, summary FROM report_summaries WHERE summary_id = ANY(${ids}::bigint[])`;
-      for (const { id, summary } of rows) {
+      const rows = await tx<{ id: string; summary: Buffer; sessions: Buffer | null }[]>`
+        SELECT summary_id::text AS id, summary, sessions FROM report_summaries WHERE summary_id = ANY(${ids}::bigint[])`;
+      for (const { id, summary, sessions } of rows) {
         try {
           window.add(summary);
         } catch (err) {
           if (err instanceof SummaryFormatError) await this.dropUnreadable(id, err);
+          throw err;
+        }
+        try {
+          if (sessions !== null) window.addSessions(sessions);
+        } catch (err) {
+          if (err instanceof SessionSummaryFormatError) await this.dropUnreadableSessions(id, err);
           throw err;
         }
         if (shrinkable && window.groups > WINDOW_GROUPS) return null;
@@ -170,6 +177,15 @@ export class ReportAggregator {
     const done = list.filter((s) => s.done).map((s) => s.id);
     if (done.length > 0) await tx`DELETE FROM report_summaries WHERE summary_id = ANY(${done}::bigint[])`;
     return window;
+  }
+
+  /** As dropUnreadable, for a commit's session records alone: its other counts stay. */
+  private async dropUnreadableSessions(id: string, err: Error): Promise<void> {
+    await this.sql`UPDATE report_summaries SET sessions = NULL WHERE summary_id = ${id}::bigint`;
+    this.log.error(
+      { summaryId: id, err: err.message },
+      'unreadable session records were deleted: their events are stored but not in the sessions report',
+    );
   }
 
   /**
@@ -223,6 +239,8 @@ export class ReportAggregator {
         // BRIN summaries in a short transaction of their own, never waiting: its lock would hold off vacuum.
         await this.summarizeBrin(from, to);
         const [row] = await tx.unsafe<FoldRow[]>(FOLD_EVENTS, [from, to]);
+        // Each session probed by its key, as the summaries' fold does (there, with seq scans off already).
+        await tx`SET LOCAL enable_seqscan = off`;
         await tx.unsafe(FOLD_SESSIONS_EVENTS, [from, to]);
         folded = { row: row!, rows: row!.events };
       } else {

@@ -5,6 +5,7 @@ import { type ErasureJob, type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT 
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
 import type { Tx } from '../db/connect.js';
 import type { Logger } from '../base/log.js';
+import { SessionSummaryFormatError, sessionsWithoutUsers } from '../pipeline/session-summary.js';
 import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
 import { ERASE_SESSIONS } from './session-sql.js';
@@ -47,13 +48,13 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     const rows =
       until === null
         ? []
-        : await tx<{ id: string; summary: Buffer }[]>`
+        : await tx<{ id: string; summary: Buffer; sessions: Buffer | null }[]>`
             WITH slice AS (
               SELECT summary_id, sum(octet_length(summary)) OVER (ORDER BY summary_id) AS upto
               FROM report_summaries WHERE summary_id > ${s.after}::bigint AND summary_id <= ${until}::bigint
               ORDER BY summary_id LIMIT ${SUMMARIES_SLICE}
             )
-            SELECT r.summary_id::text AS id, r.summary FROM slice JOIN report_summaries r USING (summary_id)
+            SELECT r.summary_id::text AS id, r.summary, r.sessions FROM slice JOIN report_summaries r USING (summary_id)
             WHERE slice.upto <= ${SUMMARIES_SLICE_BYTES} OR slice.summary_id = (SELECT min(summary_id) FROM slice)
             ORDER BY r.summary_id`;
     const users = new Set(ids.map(Number).filter(Number.isSafeInteger));
@@ -71,9 +72,22 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
         log.error({ summaryId: r.id, err: err.message }, 'an unreadable report summary was deleted');
         kept = null;
       }
+      let keptSessions: Uint8Array | null = null;
+      try {
+        keptSessions = r.sessions === null ? null : sessionsWithoutUsers(r.sessions, j.projectId, users);
+      } catch (err) {
+        if (!(err instanceof SessionSummaryFormatError)) throw err;
+        log.error({ summaryId: r.id, err: err.message }, 'unreadable session records were deleted');
+      }
       if (kept === null) await tx`DELETE FROM report_summaries WHERE summary_id = ${r.id}::bigint`;
-      else if (kept.byteLength !== r.summary.byteLength)
-        await tx`UPDATE report_summaries SET summary = ${Buffer.from(kept)} WHERE summary_id = ${r.id}::bigint`;
+      else if (
+        kept.byteLength !== r.summary.byteLength ||
+        (keptSessions?.byteLength ?? 0) !== (r.sessions?.byteLength ?? 0)
+      )
+        await tx`
+          UPDATE report_summaries SET summary = ${Buffer.from(kept)},
+                 sessions = ${keptSessions === null ? null : Buffer.from(keptSessions)}
+          WHERE summary_id = ${r.id}::bigint`;
     }
     return rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
   }
@@ -84,14 +98,18 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
   }
   if (s.phase === 'sessions') {
     await tx.unsafe(ERASE_SESSIONS, [j.projectId, ids]);
+    // Their rows there are at 0 now (and on days a session moved away from): gone, the ids with them.
+    await tx`DELETE FROM report_session_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     return null;
   }
-  // report_active: a month of days per step.
+  // report_active: a month of days per step. A day goes to and from PostgreSQL as its text (`::text::date`): sent as
+  // a date, the driver would make it a JavaScript Date, which has no day before year 1 ('0001-12-31 BC', the UTC day
+  // of an eventDate early on 0001-01-01 in a later zone) and failed every erasure of such a project.
   const days = await tx<{ day: string }[]>`
     SELECT day::text FROM report_days WHERE project_id = ${j.projectId}
-      ${s.day === null ? tx`` : tx`AND day > ${s.day}::date`}
+      ${s.day === null ? tx`` : tx`AND day > ${s.day}::text::date`}
     ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
   for (const { day } of days)
-    await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND day = ${day}::date AND user_id = ANY(${ids}::bigint[])`;
+    await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND day = ${day}::text::date AND user_id = ANY(${ids}::bigint[])`;
   return days.length === REPORT_DAYS_SLICE ? { phase: 'report_active', day: days.at(-1)!.day } : { phase: 'sessions' };
 }

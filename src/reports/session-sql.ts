@@ -2,14 +2,21 @@
 // what each change of a session moves in the per-day tables; an erasure's removal of users' sessions alike. A session
 // is a user's events of the webapp endpoint with one propsString.session_id (a UUID); it counts on the UTC day of its
 // earliest app_open, from the time of it to its latest app_close, or to its latest other event when no close came
-// within SESSION_CLOSE_WITHIN of that event. Without an app_open it is not a session (yet).
+// within SESSION_CLOSE_WITHIN of that event (at or before it plus that), counted up to SESSION_MAX_S. Without an
+// app_open it is not a session (yet). Its platform is one the messenger names (PLATFORMS), else `other`.
+
+import { PLATFORMS } from '../pipeline/session-summary.js';
 
 /** A close that comes later than this after a session's last other event is not its end (the app lay hidden). */
 export const SESSION_CLOSE_WITHIN = "interval '30 minutes'";
+/** A session's length is counted up to a day: the per-day table of lengths has at most this many + 1 rows a day. */
+export const SESSION_MAX_S = 86_400;
+
+const PLATFORM_SQL = PLATFORMS.map((p) => `'${p}'`).join(', ');
 
 /** A session's length in whole seconds, from its columns (or CTE columns) of opening, last event and close. */
 const length = (opened: string, last: string, closed: string) => `
-  least(2147483647, greatest(0, floor(extract(epoch FROM
+  least(${SESSION_MAX_S}, greatest(0, floor(extract(epoch FROM
     CASE WHEN ${closed} IS NOT NULL AND (${last} IS NULL OR ${closed} <= ${last} + ${SESSION_CLOSE_WITHIN})
          THEN ${closed} ELSE coalesce(${last}, ${opened}) END - ${opened}))))::int`;
 
@@ -23,12 +30,15 @@ const fromEvents = (from: string, to: string, filter: string) => `
   SELECT project_id, (props_string->>'session_id')::uuid AS session_id, platform_user_id AS user_id,
          CASE WHEN event_name = 'app_open' THEN date_trunc('milliseconds', event_date) END AS opened_at,
          CASE WHEN event_name = 'app_open' AND props_string->>'platform' ~ '^[a-z0-9_]{1,32}$'
-              THEN props_string->>'platform' END AS platform,
+              THEN CASE WHEN props_string->>'platform' IN (${PLATFORM_SQL}) THEN props_string->>'platform'
+                        ELSE 'other' END
+         END AS platform,
          CASE WHEN event_name <> 'app_close' THEN date_trunc('milliseconds', event_date) END AS last_at,
          CASE WHEN event_name = 'app_close' THEN date_trunc('milliseconds', event_date) END AS closed_at
   FROM events
   WHERE received_at > ${from} AND received_at <= ${to}${filter} AND channel = 'webapp'
-    AND platform_user_id IS NOT NULL AND props_string->>'session_id' ~ ${UUID_SQL}`;
+    AND platform_user_id IS NOT NULL AND props_string->>'session_id' ~ ${UUID_SQL}
+    AND event_date >= '0001-01-01T00:00:00Z' AND event_date < '10000-01-01T00:00:00Z'`;
 
 /**
  * The per-day tables moved by `moves` (project_id, user_id, day, platform, seconds, n: +1 a session counted there,

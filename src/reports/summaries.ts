@@ -2,7 +2,8 @@
 // otherwise group from the events themselves. Events of a commit are grouped by project, UTC day, type and user;
 // those naming a campaign also by it, with the first and last time they were received; payments and refunds stay
 // one row each, to be read again by id.
-import { readSummary, type SessionMark, SUMMARY_TYPES } from '../pipeline/summary.js';
+import { readSessions, type SessionMark } from '../pipeline/session-summary.js';
+import { readSummary, SUMMARY_TYPES } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
 import { type FiledUsers, MAX_DAYS } from './filed-users.js';
 
@@ -100,8 +101,7 @@ export class WindowSummaries {
         if (users === undefined) this.plain.set(projectId, (users = new Map()));
         return true;
       },
-      (user, day, typeIndex, campaign, paymentId, session) => {
-        if (session !== null) this.addSession(projectId, user, session);
+      (user, day, typeIndex, campaign, paymentId) => {
         if (paymentId !== null) {
           this.mark(projectId, user, campaign !== null);
           const at = campaign === null ? null : new Date(receivedAt).toISOString();
@@ -137,6 +137,19 @@ export class WindowSummaries {
           days.set(k, (n ?? 0) + 1);
         }
       },
+    );
+  }
+
+  /** A commit's session records (report_summaries.sessions), those received in the window. */
+  addSessions(bytes: Uint8Array): void {
+    let projectId = '';
+    readSessions(
+      bytes,
+      (s) => {
+        projectId = s.projectId;
+        return s.receivedAt > this.fromMs && s.receivedAt <= this.toMs;
+      },
+      (user, m) => this.addSession(projectId, user, m),
     );
   }
 

@@ -259,7 +259,7 @@ export function moveTask(task: Task): ArrayBuffer[] {
   return [task.body.buffer as ArrayBuffer];
 }
 
-/** Makes a result's buffers (rows, report summary and quarantine) movable; returns the memory to transfer with them. */
+/** Makes a result's buffers (rows, report summary, session records and quarantine) movable; returns the memory to transfer with them. */
 export function moveResult(r: TaskResult): ArrayBuffer[] {
   if (!('ok' in r) || !r.ok || !('batch' in r)) return [];
   r.batch.rows = movable(r.batch.rows);
@@ -271,6 +271,7 @@ export function moveResult(r: TaskResult): ArrayBuffer[] {
     return moved;
   };
   r.batch.summary = add(r.batch.summary);
+  r.batch.sessions = add(r.batch.sessions);
   r.batch.quarantine = add(r.batch.quarantine);
   return out;
 }

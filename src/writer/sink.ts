@@ -23,6 +23,8 @@ export interface StoredBatch {
    * it leaves out say summarized = false.
    */
   summary: Uint8Array;
+  /** The summarized rows' mini-app session records (src/pipeline/session-summary.ts), stored beside the summary. */
+  sessions: Uint8Array;
   actions: ActionRef[];
   /** Users seen in accepted events and sent without a profile: a bare row (first/last seen) each. */
   userIds: string[];

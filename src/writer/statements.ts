@@ -233,9 +233,14 @@ export function insertStagedSql(bounds: number[], since: string): string {
  * The report summaries of a commit's requests (src/pipeline/summary.ts), one row for the commit, spanning their
  * receipt times. Only a commit whose rows all went in by the plain COPY writes one: each of its rows is new.
  */
-export function insertSummarySql(sections: readonly Uint8Array[], received: ReceivedRange): string {
+export function insertSummarySql(
+  sections: readonly Uint8Array[],
+  sessions: readonly Uint8Array[],
+  received: ReceivedRange,
+): string {
   const hex = Buffer.concat(sections).toString('hex');
-  return `INSERT INTO report_summaries (received_from, received_to, summary) VALUES ('${received.from}', '${received.to}', '\\x${hex}')`;
+  const sessionHex = Buffer.concat(sessions).toString('hex');
+  return `INSERT INTO report_summaries (received_from, received_to, summary, sessions) VALUES ('${received.from}', '${received.to}', '\\x${hex}', ${sessionHex === '' ? 'NULL' : `'\\x${sessionHex}'`})`;
 }
 
 export interface UserRow extends UserSeen {

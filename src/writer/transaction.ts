@@ -118,6 +118,7 @@ export async function commitRequests(
       statements.push(
         insertSummarySql(
           summarized.map((r) => r.batch.summary),
+          summarized.map((r) => r.batch.sessions),
           receivedRange(summarized.map((r) => r.target.receivedAt)),
         ),
       );

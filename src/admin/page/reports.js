@@ -216,6 +216,7 @@ function draw(daily, revenue, campaigns) {
 
 /** Sessions per day stacked by platform, and their median and 90th-percentile lengths. @param {SessionsRow[]} rows */
 function drawSessions(rows) {
+  for (const id of ['report-sessions', 'report-session-lengths']) $(id).replaceChildren();
   const xs = rows.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
   const total = rows.reduce((n, d) => n + d.sessions, 0);
   $('report-sessions-total').textContent = `${fmt(total)} sessions`;

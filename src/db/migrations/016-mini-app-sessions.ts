@@ -49,6 +49,11 @@ CREATE TABLE report_session_users (
   sessions   bigint NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, day, user_id)
 );
+-- An erasure removes a user's rows here: found by the user, whatever the day.
+CREATE INDEX report_session_users_user_idx ON report_session_users (project_id, user_id);
+-- A commit's session records, beside its summary: a build before this one reads the summary alone.
+ALTER TABLE report_summaries ADD COLUMN sessions bytea;
+ALTER TABLE report_summaries ALTER COLUMN sessions SET STORAGE EXTERNAL;
 -- Folds of this version keep the tables above: an older build's fold is refused, as each new fold version's.
 CREATE OR REPLACE FUNCTION report_watermark_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

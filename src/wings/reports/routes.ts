@@ -161,7 +161,7 @@ export function reportsRoutes(projects: AdminStore, reports: ReportStore, guard:
         operationId: 'getSessionsReport',
         summary: 'Mini-app sessions, users, lengths and platforms per day',
         description:
-          "A session is a user's events of the webapp endpoint that carry one `propsString.session_id` (a UUID; @tg-ingest/webapp sends one per launch). It counts on the UTC day of its earliest `app_open`'s eventDate, with that event's `platform`; one without an `app_open` is not a session. Its length runs from the `app_open` to its latest `app_close`, or to its latest other event when no close came within 30 minutes of that event, in whole seconds. From aggregates the service keeps as events are stored, like the daily report; an erasure removes the users' sessions from them. Every day of the range is listed, zeros included.",
+          "A session is a user's events of the webapp endpoint that carry one `propsString.session_id` (a UUID; @tg-ingest/webapp sends one per launch). It counts on the UTC day of its earliest `app_open`'s eventDate, with that event's `platform`; one without an `app_open` is not a session. Its length runs from the `app_open` to its latest `app_close` when that close is at most 30 minutes after its latest other event, else to that event, in whole seconds up to a day (86,400). A platform the messenger does not name counts as `other`. From aggregates the service keeps as events are stored, like the daily report; an erasure removes the users' sessions from them. Every day of the range is listed, zeros included.",
         ids: ['ProjectId'],
         query: reportQuery(30),
         errors: ['bad_request'],

@@ -67,7 +67,8 @@ export function reportsSchemas(): Record<string, Schema> {
       sessionsPerUser: { type: 'number', minimum: 0, description: 'sessions / users; 0 without sessions.' },
       byPlatform: {
         type: 'object',
-        description: "Sessions by the app_open's platform (ios, android, tdesktop, weba, webk, macos, …; '' for none).",
+        description:
+          "Sessions by the app_open's platform (android, android_x, ios, macos, tdesktop, weba, webk, unigram, web, unknown, other; '' for none).",
         additionalProperties: { type: 'integer', minimum: 0 },
       },
     }),

@@ -7,7 +7,6 @@ import { normalizeDate } from '../../../src/pipeline/dates.js';
 import { EVENT_TYPES } from '../../../src/pipeline/event.js';
 import {
   readSummary,
-  sessionMark,
   SUMMARY_TYPES,
   type SummaryEvent,
   SummaryFormatError,
@@ -355,99 +354,5 @@ describe('WindowSummaries with the users the reports already file', () => {
     await w.fileInto(filed);
     expect(filed.holds(P1, 3, [day])).toBe(false);
     for (const user of [1, 2, 3]) expect(filed.holds(P2, user, [day])).toBe(true);
-  });
-});
-
-describe('mini-app sessions in a summary', () => {
-  const S = '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
-  const stored = (eventName: string, props: Record<string, string>) => ({
-    eventName,
-    eventDate: '2026-11-24T09:00:00.250Z',
-    propsString: JSON.stringify(props),
-  });
-
-  it('marks a webapp event whose stored propsString holds a UUID session_id as sent; the platform on app_open only', () => {
-    const open = { session_id: S.toUpperCase(), platform: 'ios' };
-    expect(sessionMark('webapp', open, stored('app_open', open))).toEqual({
-      id: S,
-      at: Date.parse('2026-11-24T09:00:00.250Z'),
-      kind: 1,
-      platform: 'ios',
-    });
-    expect(sessionMark('webapp', open, stored('app_close', open))).toMatchObject({ kind: 2, platform: null });
-    expect(sessionMark('webapp', open, stored('tap', open))).toMatchObject({ kind: 0, platform: null });
-    // Not a mini-app's, no UUID, not as stored (a property dropped on the way), a platform no messenger names.
-    expect(sessionMark('bot_api', open, stored('app_open', open))).toBeNull();
-    expect(sessionMark('webapp', { session_id: 'abc' }, stored('app_open', { session_id: 'abc' }))).toBeNull();
-    expect(sessionMark('webapp', { session_id: S }, stored('app_open', {}))).toBeNull();
-    const odd = { session_id: S, platform: 'iOS 17' };
-    expect(sessionMark('webapp', odd, stored('app_open', odd))!.platform).toBeNull();
-  });
-
-  it('reads a session record back as written, drops it with its user, and refuses one it could not have written', () => {
-    const w = new SummaryWriter(P1, AT, 2);
-    const mark = { id: S, at: Date.parse('2026-11-24T09:00:00.250Z'), kind: 1 as const, platform: 'android' };
-    expect(w.add(ev(), mark)).toBe(true);
-    expect(w.add(ev({ platformUserId: '43' }), { ...mark, kind: 2, platform: null })).toBe(true);
-    const bytes = w.bytes();
-    const sessions: unknown[] = [];
-    readSummary(
-      bytes,
-      () => true,
-      (user, _d, _t, _c, _p, session) => sessions.push([user, session]),
-    );
-    expect(sessions).toEqual([
-      [42, mark],
-      [43, { ...mark, kind: 2, platform: null }],
-    ]);
-    const kept = withoutUsers(bytes, P1, new Set([42]))!;
-    const left: unknown[] = [];
-    readSummary(
-      kept,
-      () => true,
-      (user, _d, _t, _c, _p, session) => left.push([user, session?.kind]),
-    );
-    expect(left).toEqual([[43, 2]]);
-    // A kind there is not, a platform the writer would not make.
-    const badKind = Buffer.from(bytes);
-    const first = 29 + 14;
-    badKind[first + 24] = 3;
-    expect(() =>
-      readSummary(
-        badKind,
-        () => true,
-        () => {},
-      ),
-    ).toThrow(SummaryFormatError);
-    const badPlatform = Buffer.from(bytes);
-    badPlatform[first + 26] = 'A'.charCodeAt(0);
-    expect(() =>
-      readSummary(
-        badPlatform,
-        () => true,
-        () => {},
-      ),
-    ).toThrow(SummaryFormatError);
-  });
-
-  it("groups a window's session records by project, user and session: earliest open and its platform, latest event and close", () => {
-    const w = new SummaryWriter(P1, AT, 4);
-    const at = (iso: string) => Date.parse(iso);
-    w.add(ev(), { id: S, at: at('2026-11-24T09:00:05Z'), kind: 1, platform: 'weba' });
-    w.add(ev(), { id: S, at: at('2026-11-24T09:00:00Z'), kind: 1, platform: 'ios' });
-    w.add(ev(), { id: S, at: at('2026-11-24T09:03:00Z'), kind: 0, platform: null });
-    w.add(ev(), { id: S, at: at('2026-11-24T09:04:00Z'), kind: 2, platform: null });
-    w.add(ev({ platformUserId: '7' }), { id: S, at: at('2026-11-24T09:09:00Z'), kind: 0, platform: null });
-    const window = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT));
-    window.add(w.bytes());
-    expect(window.sessionRows()).toEqual({
-      projectIds: [P1, P1],
-      sessionIds: [S, S],
-      users: ['42', '7'],
-      openedAt: ['2026-11-24T09:00:00.000Z', null],
-      platforms: ['ios', null],
-      lastAt: ['2026-11-24T09:03:00.000Z', '2026-11-24T09:09:00.000Z'],
-      closedAt: ['2026-11-24T09:04:00.000Z', null],
-    });
   });
 });
