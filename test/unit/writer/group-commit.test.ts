@@ -27,6 +27,7 @@ const request = (botId: string, rows = 1): WriteRequest => ({
     rows: new Uint8Array(0),
     rowCount: rows,
     summary: new Uint8Array(0),
+    sessions: new Uint8Array(0),
     actions: [],
     userIds: [],
     profiles: [],
