@@ -153,7 +153,8 @@ export function readSessions(
     const s = { projectId: uuidText(hex(bytes, at + 1)), receivedAt: view.getFloat64(at + 17, true) };
     const count = view.getUint32(at + 25, true);
     at += HEADER;
-    if (!Number.isFinite(s.receivedAt) || count > (bytes.byteLength - at) / RECORD)
+    // A time a Date holds (the erasure writes it back as one).
+    if (!(Math.abs(s.receivedAt) <= 8.64e15) || count > (bytes.byteLength - at) / RECORD)
       throw new SessionSummaryFormatError(`section at byte ${at - HEADER}`);
     const wanted = section(s);
     for (let i = 0; i < count; i++) {

@@ -188,7 +188,8 @@ export function readSummary(bytes: Uint8Array, section: (s: SummarySection) => b
     };
     at += HEADER;
     // Checked before anything is sized or folded by them: a count no bytes could hold, a time that is no time.
-    if (!Number.isFinite(s.receivedAt) || s.records > (bytes.byteLength - at) / RECORD)
+    // A time a Date holds (withoutUsers writes it back as one).
+    if (!(Math.abs(s.receivedAt) <= 8.64e15) || s.records > (bytes.byteLength - at) / RECORD)
       throw new SummaryFormatError(`section at byte ${at - HEADER}`);
     const wanted = section(s);
     for (let i = 0; i < s.records; i++) {

@@ -137,7 +137,8 @@ export class ReportAggregator {
     // Listed up to one past the bound while the window can shrink: a backlog (after an outage, say) is not listed
     // whole only to be dropped. (LIMIT NULL: all.)
     const list = await tx<{ id: string; done: boolean; bytes: number }[]>`
-      SELECT summary_id::text AS id, received_to <= ${to} AS done, octet_length(summary) AS bytes
+      SELECT summary_id::text AS id, received_to <= ${to} AS done,
+             octet_length(summary) + coalesce(octet_length(sessions), 0) AS bytes
       FROM report_summaries
       WHERE received_from > ${from}::timestamptz - ${HOLD_BACK_MAX}::interval AND received_from <= ${to}
         AND received_to > ${from}
@@ -242,6 +243,7 @@ export class ReportAggregator {
         // Each session probed by its key, as the summaries' fold does (there, with seq scans off already).
         await tx`SET LOCAL enable_seqscan = off`;
         await tx.unsafe(FOLD_SESSIONS_EVENTS, [from, to]);
+        await tx`SET LOCAL enable_seqscan TO DEFAULT`;
         folded = { row: row!, rows: row!.events };
       } else {
         const f = await this.foldSummaries(tx, w);

@@ -50,7 +50,8 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
         ? []
         : await tx<{ id: string; summary: Buffer; sessions: Buffer | null }[]>`
             WITH slice AS (
-              SELECT summary_id, sum(octet_length(summary)) OVER (ORDER BY summary_id) AS upto
+              SELECT summary_id,
+                     sum(octet_length(summary) + coalesce(octet_length(sessions), 0)) OVER (ORDER BY summary_id) AS upto
               FROM report_summaries WHERE summary_id > ${s.after}::bigint AND summary_id <= ${until}::bigint
               ORDER BY summary_id LIMIT ${SUMMARIES_SLICE}
             )

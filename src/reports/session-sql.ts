@@ -89,7 +89,8 @@ WITH b AS MATERIALIZED (
   ${base}
 ), w AS (
   SELECT project_id, user_id, session_id, min(opened_at) AS opened_at,
-         (array_agg(platform ORDER BY opened_at) FILTER (WHERE opened_at IS NOT NULL))[1] AS platform,
+         -- Two opens at one time: the platform first in order, as WindowSummaries picks it.
+         (array_agg(platform ORDER BY opened_at, platform) FILTER (WHERE opened_at IS NOT NULL))[1] AS platform,
          max(last_at) AS last_at, max(closed_at) AS closed_at
   FROM b GROUP BY 1, 2, 3
 ), merged AS (

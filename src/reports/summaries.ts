@@ -165,7 +165,12 @@ export class WindowSummaries {
     }
     if (m.kind === 2) s.closed = Math.max(s.closed, m.at);
     else s.last = Math.max(s.last, m.at);
-    if (m.kind === 1 && m.at < s.opened) {
+    // Two opens at one time: the platform first in order (nulls last), as the SQL of the table path picks it.
+    if (
+      m.kind === 1 &&
+      (m.at < s.opened ||
+        (m.at === s.opened && m.platform !== null && (s.platform === null || m.platform < s.platform)))
+    ) {
       s.opened = m.at;
       s.platform = m.platform;
     }

@@ -238,7 +238,27 @@ describe('the sessions report', () => {
     const after = expected('2026-11-09', '2026-11-10');
     expect(after[1]).toMatchObject({ sessions: 2, users: 2, byPlatform: { ios: 1, weba: 1 } });
     expect((await report('from=2026-11-09&to=2026-11-10')).body).toEqual(after);
-    // Nothing of b is left in the sessions' tables.
+    // d is erased at once, while d's records most likely still wait in the commit's summary: nothing of d is folded.
+    const d = 710_004;
+    await send(d, [open('2026-11-10T06:00:00Z', randomUUID(), 'ios')]);
+    const rd = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(d)] });
+    await expect
+      .poll(
+        async () =>
+          (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${rd.body.erasureId}`)).body.status,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBe('done');
+    stored.delete(d);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await report('from=2026-11-09&to=2026-11-10')).body).toEqual(after);
+    // Nothing of b or d is left in the sessions' tables.
+    const [gone] = await db.sql`
+      SELECT (SELECT count(*) FROM report_sessions WHERE user_id = ${d})::int
+           + (SELECT count(*) FROM report_session_users WHERE user_id = ${d})::int AS n`;
+    expect(gone!.n).toBe(0);
     const [left] = await db.sql`
       SELECT (SELECT count(*) FROM report_sessions WHERE user_id = ${b})::int
            + (SELECT count(*) FROM report_session_users WHERE user_id = ${b})::int AS n`;

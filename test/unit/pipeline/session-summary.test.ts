@@ -10,6 +10,7 @@ import {
   sessionMark,
   sessionsWithoutUsers,
 } from '../../../src/pipeline/session-summary.js';
+import { readSummary, SummaryFormatError, SummaryWriter } from '../../../src/pipeline/summary.js';
 import { WindowSummaries } from '../../../src/reports/summaries.js';
 
 const P1 = '11111111-2222-4333-8444-555555555555';
@@ -83,6 +84,20 @@ describe('session records', () => {
     );
     expect(bad((b) => b.writeDoubleLE(1.5, first))).toThrow(SessionSummaryFormatError);
     expect(() => read(bytes.subarray(0, bytes.byteLength - 1))).toThrow(SessionSummaryFormatError);
+    // A receipt time no Date holds (a hand edit) is refused as unreadable, here and in the summary beside it: an
+    // erasure writes sections back with the time as a Date, and would otherwise fail on every attempt.
+    expect(bad((b) => b.writeDoubleLE(9e15, 17))).toThrow(SessionSummaryFormatError);
+    const summary = new SummaryWriter(P1, AT, 1);
+    summary.addRecord(42, 20_000, 0, null, null);
+    const far = Buffer.from(summary.bytes());
+    far.writeDoubleLE(9e15, 17);
+    expect(() =>
+      readSummary(
+        far,
+        () => true,
+        () => {},
+      ),
+    ).toThrow(SummaryFormatError);
   });
 
   it('group in a window by project, user and session: the earliest open and its platform, the latest event and close', () => {
