@@ -7,7 +7,8 @@
 //   make build && node dist/bench/webapp-sdk.js
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Frame, type Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
+import { launchChromium } from './lib/chromium.js';
 import { freshDatabase, postgres, provision, startService } from './lib/env.js';
 import { makeInitData, newSigner } from './lib/initdata.js';
 import { launchFragment, startMiniAppPages } from './lib/miniapp-pages.js';
@@ -45,10 +46,7 @@ async function main(): Promise<void> {
   const signer = newSigner();
   const service = await startService(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
   const pages = await startMiniAppPages(service.url);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
-  });
+  const chrome = await launchChromium();
   const lines: string[] = [];
   try {
     const bot = await provision(service.url, MESSENGER_BOT_ID);
@@ -79,7 +77,7 @@ async function main(): Promise<void> {
         const order = round % 2 === 0 ? [true, false] : [false, true];
         const ms: Record<string, number> = {};
         for (const withSdk of order) {
-          const tab = await browser.newPage();
+          const tab = await chrome.context.newPage();
           await tab.goto(`${pages.messengerUrl}/`);
           const frame = await open(tab, library, withSdk);
           ms[String(withSdk)] = await timeEvents(frame, EVENTS);
@@ -95,7 +93,7 @@ async function main(): Promise<void> {
       lines.push(`RESULT webapp_sdk_${library}_main_thread_per_event ${median(added).toFixed(4)} ms`);
     }
   } finally {
-    await browser.close();
+    await chrome.close();
     await pages.close();
     await service.stop();
     await db.drop();

@@ -2,6 +2,7 @@
 // fate, and in browsers keeps the webapp endpoint's unsettled events across sessions.
 export { createClient, IngestClient, MAX_BATCH_EVENTS, uuidv7 } from './client.js';
 export { IngestError, type IngestErrorInit } from './errors.js';
+export { outboxKey } from './outbox.js';
 export type { Endpoint } from './retry.js';
 export type {
   BotApiClientOptions,

@@ -1,6 +1,8 @@
 // Identifiers as clients send them: UUIDs (event, bot, project and token ids) and messenger user ids.
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** A UUID as text, any case; also what the sessions' SQL matches a session_id with. */
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const UUID = new RegExp(UUID_PATTERN);
 /** A messenger user id as text; also published in the admin and OpenAPI schemas. */
 export const USER_ID_PATTERN = '^[1-9][0-9]{0,18}$';
 const USER_ID = new RegExp(USER_ID_PATTERN);

@@ -8,6 +8,9 @@
 // record: f64 user id, 16 bytes session id, f64 eventDate (ms since 1970), u8 kind (SessionKind), u8 byte length and
 // the ASCII of the platform (app_open only; one of PLATFORMS, else `other`).
 
+import { parseUuid } from './ids.js';
+import { hex, uuidBytes, uuidText } from './summary.js';
+
 const VERSION = 1;
 const HEADER = 1 + 16 + 8 + 4;
 const RECORD = 8 + 16 + 8 + 1 + 1;
@@ -35,7 +38,6 @@ export const PLATFORMS: readonly string[] = [
 const PLATFORM_SET = new Set(PLATFORMS);
 /** A word a platform could be: what is counted, as itself or as `other`. */
 const WORD = /^[a-z0-9_]{1,32}$/;
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** The eventDates a session record may carry: what JavaScript and PostgreSQL both write as ISO 8601 (years 1-9999). */
 export const FIRST_MS = Date.parse('0001-01-01T00:00:00.000Z');
 export const END_MS = Date.parse('+010000-01-01T00:00:00.000Z');
@@ -65,23 +67,18 @@ export function sessionMark(
   stored: { eventName: string; eventDate: string; propsString: string | null },
 ): SessionMark | null {
   if (channel !== 'webapp' || stored.propsString === null || typeof sent !== 'object' || sent === null) return null;
-  const id = (sent as Record<string, unknown>).session_id;
-  if (typeof id !== 'string' || !UUID.test(id) || !stored.propsString.includes(`"session_id":"${id}"`)) return null;
+  const sentId = (sent as Record<string, unknown>).session_id;
+  const id = parseUuid(sentId);
+  if (id === null || !stored.propsString.includes(`"session_id":"${sentId}"`)) return null;
   const at = Date.parse(stored.eventDate);
   if (!(at >= FIRST_MS && at < END_MS)) return null;
   const kind = KINDS.get(stored.eventName) ?? 0;
   const word = (sent as Record<string, unknown>).platform;
-  const platform =
-    kind === 1 && typeof word === 'string' && stored.propsString.includes(`"platform":"${word}"`)
-      ? platformOf(word)
-      : null;
-  return { id: id.toLowerCase(), at, kind, platform };
+  // A word first: the stored text is searched only for one.
+  const counted = kind === 1 ? platformOf(word) : null;
+  const platform = counted !== null && stored.propsString.includes(`"platform":"${word}"`) ? counted : null;
+  return { id, at, kind, platform };
 }
-
-const uuidBytes = (id: string) => Buffer.from(id.replaceAll('-', ''), 'hex');
-const hex = (b: Uint8Array, at: number) => Buffer.from(b.buffer, b.byteOffset + at, 16).toString('hex');
-const uuidText = (h: string) =>
-  `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 /** One request's section of session records. */
 export class SessionSummaryWriter {

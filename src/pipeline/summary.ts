@@ -70,7 +70,8 @@ export interface SummaryEvent {
   startParam: string | null;
 }
 
-const uuidBytes = (id: string) => Buffer.from(id.replaceAll('-', ''), 'hex');
+/** A UUID's 16 bytes, and back (the session records beside a summary use them too). */
+export const uuidBytes = (id: string) => Buffer.from(id.replaceAll('-', ''), 'hex');
 
 /** One request's section, built as its events are accepted. */
 export class SummaryWriter {
@@ -163,8 +164,8 @@ export class SummaryFormatError extends Error {
   }
 }
 
-const hex = (b: Uint8Array, at: number) => Buffer.from(b.buffer, b.byteOffset + at, 16).toString('hex');
-const uuidText = (h: string) =>
+export const hex = (b: Uint8Array, at: number) => Buffer.from(b.buffer, b.byteOffset + at, 16).toString('hex');
+export const uuidText = (h: string) =>
   `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 /**

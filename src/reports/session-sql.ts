@@ -5,6 +5,7 @@
 // within SESSION_CLOSE_WITHIN of that event (at or before it plus that), counted up to SESSION_MAX_S. Without an
 // app_open it is not a session (yet). Its platform is one the messenger names (PLATFORMS), else `other`.
 
+import { UUID_PATTERN } from '../pipeline/ids.js';
 import { PLATFORMS } from '../pipeline/session-summary.js';
 
 /** A close that comes later than this after a session's last other event is not its end (the app lay hidden). */
@@ -20,7 +21,7 @@ const length = (opened: string, last: string, closed: string) => `
     CASE WHEN ${closed} IS NOT NULL AND (${last} IS NULL OR ${closed} <= ${last} + ${SESSION_CLOSE_WITHIN})
          THEN ${closed} ELSE coalesce(${last}, ${opened}) END - ${opened}))))::int`;
 
-const UUID_SQL = "'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'";
+const UUID_SQL = `'${UUID_PATTERN}'`;
 
 /**
  * A window's session events from the table, by the rule sessionMark() applies to what the summaries hold (times to

@@ -17,10 +17,10 @@ export interface ServedScript {
   gzip: Representation;
 }
 
-/** dist/src/sdk/ looks back into the source tree; run from source (tests), the package is two folders up. */
+/** Run from source (tests), the package is two folders up; from dist/src/sdk/, three. */
 const CANDIDATES = [
-  new URL('../../../integrations/webapp/dist/webapp.min.js', import.meta.url),
   new URL('../../integrations/webapp/dist/webapp.min.js', import.meta.url),
+  new URL('../../../integrations/webapp/dist/webapp.min.js', import.meta.url),
 ];
 
 export function loadWebappScript(): ServedScript {

@@ -1,11 +1,10 @@
 // The admin page at /admin/ driven in headless Chromium: every step goes through the UI, and its
 // effect is checked over HTTP the way a bot backend would see it.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Locator, type Page, type Route } from 'playwright-core';
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { BrowserContext, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, postBotApi, provision, serverEvent } from '../helpers/api.js';
+import { type Chromium, launchChromium } from '../helpers/chromium.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
@@ -13,7 +12,7 @@ import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.
 const signer = newSigner();
 let db: TestDatabase;
 let srv: RunningServer;
-let profile: string;
+let chrome: Chromium;
 let browser: BrowserContext;
 let page: Page;
 /** Uncaught page errors and console errors other than the failed requests the test provokes. */
@@ -22,25 +21,12 @@ const pageProblems: string[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   srv = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex });
-  // A fresh profile, and no background traffic: this machine's closed network refuses it anyway.
-  profile = mkdtempSync(join(tmpdir(), 'tg-ingest-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+  chrome = await launchChromium({
     viewport: { width: 1280, height: 900 },
     // Money is formatted for the browser's locale; the expectations below are written in en-US.
     locale: 'en-US',
   });
+  browser = chrome.context;
   page = browser.pages()[0] ?? (await browser.newPage());
   page.setDefaultTimeout(10_000);
   page.on('pageerror', (err) => pageProblems.push(`pageerror: ${err.message}`));
@@ -52,8 +38,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await chrome?.close();
   await srv?.stop();
   await db?.drop();
 });

@@ -1,14 +1,8 @@
-// The client's built ESM files in headless Chromium, on a page of their own origin, against the real
-// service: a mini-app page that closes with events settled, in flight and queued loses none of them.
-// The closing page hands them to beacons; the next session sends what is stored; PostgreSQL ends
-// up with each event exactly once.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provision, type Provisioned } from '../helpers/api.js';
 import { startClientPageServer, type StaticServer } from '../helpers/client-static.js';
+import { type Chromium, launchChromium } from '../helpers/chromium.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -20,7 +14,7 @@ let db: TestDatabase;
 let srv: RunningServer;
 let p: Provisioned;
 let statics: StaticServer;
-let profile: string;
+let chrome: Chromium;
 let browser: BrowserContext;
 /** Uncaught page errors and console errors other than the failed requests Chromium logs itself. */
 const pageProblems: string[] = [];
@@ -30,27 +24,12 @@ beforeAll(async () => {
   srv = await startServer(db.url, { INITDATA_PUBLIC_KEYS: signer.publicKeyHex, RATE_LIMIT_BURST: '100000' });
   p = await provision(srv.url);
   statics = await startClientPageServer();
-  // A fresh profile, and no background traffic: this machine's closed network refuses it anyway.
-  profile = mkdtempSync(join(tmpdir(), 'tg-ingest-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  chrome = await launchChromium();
+  browser = chrome.context;
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await chrome?.close();
   await statics?.close();
   await srv?.stop();
   await db?.drop();

@@ -4,7 +4,7 @@
 // no summary holds), a session id another user names, and an erasure that takes a user's sessions away.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { percentileOfCounts } from '../../src/reports/queries.js';
+import { ReportStore } from '../../src/reports/queries.js';
 import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -115,6 +115,15 @@ function expected(from: string, to: string) {
 /** The platforms the messenger names; any other word counts as `other`. */
 const KNOWN = ['android', 'android_x', 'ios', 'macos', 'tdesktop', 'weba', 'webk', 'unigram', 'web', 'unknown'];
 
+/** Erases a user and waits until the erasure is done. */
+async function erase(user: number): Promise<void> {
+  const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(user)] });
+  expect(r.status).toBe(202);
+  const status = async () =>
+    (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${r.body.erasureId}`)).body.status;
+  await expect.poll(status, { timeout: 30_000 }).toBe('done');
+}
+
 const report = async (query: string) =>
   admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/sessions?${query}`);
 
@@ -223,17 +232,7 @@ describe('the sessions report', () => {
     expect((await report('from=2025-01-01&to=2026-11-10')).status).toBe(400);
 
     // b is erased: b's two sessions leave the 10th.
-    const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(b)] });
-    expect(r.status).toBe(202);
-    await expect
-      .poll(
-        async () =>
-          (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${r.body.erasureId}`)).body.status,
-        {
-          timeout: 30_000,
-        },
-      )
-      .toBe('done');
+    await erase(b);
     stored.delete(b);
     const after = expected('2026-11-09', '2026-11-10');
     expect(after[1]).toMatchObject({ sessions: 2, users: 2, byPlatform: { ios: 1, weba: 1 } });
@@ -241,16 +240,7 @@ describe('the sessions report', () => {
     // d is erased at once, while d's records most likely still wait in the commit's summary: nothing of d is folded.
     const d = 710_004;
     await send(d, [open('2026-11-10T06:00:00Z', randomUUID(), 'ios')]);
-    const rd = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(d)] });
-    await expect
-      .poll(
-        async () =>
-          (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${rd.body.erasureId}`)).body.status,
-        {
-          timeout: 30_000,
-        },
-      )
-      .toBe('done');
+    await erase(d);
     stored.delete(d);
     await new Promise((r) => setTimeout(r, 2500));
     expect((await report('from=2026-11-09&to=2026-11-10')).body).toEqual(after);
@@ -265,15 +255,22 @@ describe('the sessions report', () => {
     expect(left!.n).toBe(0);
   });
 
-  it('takes the nearest-rank percentile of lengths kept as counts', () => {
-    expect(percentileOfCounts([], 0.5)).toBeNull();
-    expect(percentileOfCounts([[7, 1]], 0.9)).toBe(7);
-    // 1, 2, 2, 10: the median is the 2nd (2), p90 the 4th (10).
-    const l: [number, number][] = [
-      [1, 1],
-      [2, 2],
-      [10, 1],
+  it('takes the nearest-rank percentile of lengths kept as counts', async () => {
+    const project = randomUUID();
+    // 7 once on the 2nd; 1, 2, 2, 10 on the 3rd: the median is the 2nd (2), p90 the 4th (10); nothing on the 1st.
+    const lengths: [string, number, number][] = [
+      ['2026-10-02', 7, 1],
+      ['2026-10-03', 1, 1],
+      ['2026-10-03', 2, 2],
+      ['2026-10-03', 10, 1],
     ];
-    expect([percentileOfCounts(l, 0.5), percentileOfCounts(l, 0.9)]).toEqual([2, 10]);
+    for (const [day, seconds, sessions] of lengths)
+      await db.sql`INSERT INTO report_session_lengths VALUES (${project}, ${day}, ${seconds}, ${sessions})`;
+    const rows = await new ReportStore(db.sql).sessions(project, { from: '2026-10-01', to: '2026-10-03' });
+    expect(rows.map((r) => [r.medianDurationS, r.p90DurationS])).toEqual([
+      [null, null],
+      [7, 7],
+      [2, 10],
+    ]);
   });
 });

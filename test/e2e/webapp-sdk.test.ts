@@ -1,13 +1,7 @@
-// The mini-app SDK against the real client-side API: headless Chromium plays the messenger's web client, hosting the
-// mini-app in an iframe opened with signed launch parameters; the mini-app page loads the messenger's own
-// telegram-web-app.js (from @twa-dev/sdk) or @telegram-apps/sdk, then the SDK from the service's /sdk/webapp.js and
-// nothing else. The messenger posts its events; every captured event is checked as a row in PostgreSQL.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Frame, type Page } from 'playwright-core';
+import type { BrowserContext, Frame, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, provision, type Provisioned } from '../helpers/api.js';
+import { type Chromium, launchChromium } from '../helpers/chromium.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { launchFragment, type MiniAppPages, startMiniAppPages } from '../helpers/miniapp-pages.js';
@@ -20,7 +14,7 @@ let db: TestDatabase;
 let srv: RunningServer;
 let p: Provisioned;
 let pages: MiniAppPages;
-let profile: string;
+let chrome: Chromium;
 let browser: BrowserContext;
 const pageProblems: string[] = [];
 
@@ -33,26 +27,12 @@ beforeAll(async () => {
   srv = await startServer(db.url, env);
   p = await provision(srv.url);
   pages = await startMiniAppPages(srv.url);
-  profile = mkdtempSync(join(tmpdir(), 'tg-ingest-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  chrome = await launchChromium();
+  browser = chrome.context;
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await chrome?.close();
   await pages?.close();
   await srv?.stop();
   await db?.drop();

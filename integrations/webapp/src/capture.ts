@@ -178,8 +178,11 @@ export const appClose = (durationMs: number): WebAppEventInput =>
  * address (its fragment carries tgWebAppData) or initData itself, a credential.
  */
 export function withoutLaunch(text: string | undefined): string | undefined {
-  if (text === undefined || !/tgWebApp|auth_date|query_id|signature|hash=/.test(text)) return text;
-  return text.replace(
+  if (text === undefined) return text;
+  // What may still be kept after the redaction, not a page's megabyte of stack.
+  const head = text.slice(0, 8 * TEXT_BYTES);
+  if (!/tgWebApp|auth_date|query_id|signature|hash=/.test(head)) return head;
+  return head.replace(
     /\b(tgWebApp\w*|query_id|user|receiver|chat|chat_type|chat_instance|start_param|can_send_after|auth_date|signature|hash)=[^&\s#"'`]*/g,
     '$1=…',
   );

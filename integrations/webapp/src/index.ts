@@ -1,7 +1,7 @@
 // @tg-ingest/webapp: one call in a mini-app, and its lifecycle, buttons, payments, dialogs and errors are stored in
 // tg-ingest as they happen, each with the launch's session_id. Events leave through the client's outbox; what is
 // captured as the mini-app closes leaves at once, in a beacon.
-import { createClient, type IngestClient, uuidv7, type WebAppEventInput } from '@tg-ingest/client';
+import { createClient, type IngestClient, outboxKey, uuidv7, type WebAppEventInput } from '@tg-ingest/client';
 import { appClose, appError, appOpen, type Captured, fromMessenger, type Group, pageView, viewPath } from './capture.js';
 import { findHost, type Host } from './host.js';
 
@@ -73,7 +73,7 @@ function storeOptOut(out: boolean, botId: string): void {
   try {
     if (out) {
       page.localStorage?.setItem(OPT_OUT_KEY, '1');
-      page.localStorage?.removeItem(`tg-ingest:outbox:${botId}`);
+      page.localStorage?.removeItem(outboxKey(botId));
     } else page.localStorage?.removeItem(OPT_OUT_KEY);
   } catch {
     // Storage refused: the choice holds for this page only.
@@ -158,9 +158,7 @@ export function tgIngest(options: TgIngestOptions): TgIngest {
       }
       send(appError(...parts));
     };
-    listen('error', (e: { message?: unknown; filename?: unknown; lineno?: unknown; colno?: unknown; error?: any; target?: unknown }) => {
-      // Capturing: a resource that failed to load (an image, a script) is not an uncaught error.
-      if (e.target !== page && e.target !== undefined) return;
+    listen('error', (e: { message?: unknown; filename?: unknown; lineno?: unknown; colno?: unknown; error?: any }) => {
       report(() => [
         String(e.message ?? 'Error'),
         typeof e.filename === 'string' && e.filename !== '' ? `${e.filename}:${e.lineno}:${e.colno}` : undefined,

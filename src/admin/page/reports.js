@@ -100,42 +100,62 @@ function width() {
   return Math.max(280, Math.min(900, $('reports').clientWidth - 40));
 }
 
+/**
+ * Bars per day stacked by band: each series is drawn as the running total up to it, the last band first, so each
+ * shows as a band of its own; the legend shows the band's own count.
+ * @param {number[]} xs
+ * @param {{ label: string, color: string, values: number[] }[]} bands
+ * @param {HTMLElement} target
+ * @param {number} height
+ * @param {object} [yAxis]
+ * @returns {Chart}
+ */
+function stackedBars(xs, bands, target, height, yAxis = {}) {
+  const stacked = bands.map((_, i) =>
+    xs.map((_, k) => bands.slice(0, i + 1).reduce((n, b) => n + (b.values[k] ?? 0), 0)),
+  );
+  const order = bands.map((_, i) => bands.length - 1 - i);
+  return new uPlot(
+    {
+      width: width(),
+      height,
+      series: [
+        DAY_SERIES,
+        ...order.map((i) => ({
+          label: bands[i]?.label,
+          stroke: bands[i]?.color,
+          fill: bands[i]?.color,
+          paths: uPlot.paths.bars({ size: [0.8, 40] }),
+          /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
+          value: (_u, _v, _si, k) => (k === null ? '' : fmt(bands[i]?.values[k])),
+        })),
+      ],
+      axes: [DAY_AXIS, yAxis],
+      scales: { x: { time: true } },
+    },
+    [xs, ...order.map((i) => stacked[i])],
+    target,
+  );
+}
+
 /** @param {DailyRow[]} daily @param {RevenueLine[]} revenue @param {CampaignRow[]} campaigns */
 function draw(daily, revenue, campaigns) {
   for (const c of charts) c.destroy();
   charts = [];
   const xs = daily.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
 
-  // Events stacked by type: each series is drawn as the running total up to it, the largest first, so each band
-  // shows its own type; the legend shows the type's own count.
   const present = TYPES.filter((t) => daily.some((d) => (d.eventsByType[t] ?? 0) > 0));
-  const own = present.map((t) => daily.map((d) => d.eventsByType[t] ?? 0));
-  const stacked = own.map((_, i) => daily.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + (s[k] ?? 0), 0)));
-  const order = present.map((_, i) => present.length - 1 - i);
   charts.push(
-    new uPlot(
-      {
-        width: width(),
-        height: 220,
-        series: [
-          DAY_SERIES,
-          ...order.map((i) => ({
-            label: present[i],
-            stroke: COLORS[TYPES.indexOf(present[i] ?? '')],
-            fill: COLORS[TYPES.indexOf(present[i] ?? '')],
-            paths: uPlot.paths.bars({ size: [0.8, 40] }),
-            /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
-            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i]?.[k])),
-          })),
-        ],
-        axes: [
-          DAY_AXIS,
-          { values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map((t) => fmt(t)) },
-        ],
-        scales: { x: { time: true } },
-      },
-      [xs, ...order.map((i) => stacked[i])],
+    stackedBars(
+      xs,
+      present.map((t) => ({
+        label: t,
+        color: COLORS[TYPES.indexOf(t)] ?? '#6e7781',
+        values: daily.map((d) => d.eventsByType[t] ?? 0),
+      })),
       $('report-events'),
+      220,
+      { values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map((t) => fmt(t)) },
     ),
   );
   const totalEvents = daily.reduce((n, d) => n + d.events, 0);
@@ -226,30 +246,16 @@ function drawSessions(rows) {
     return;
   }
   const platforms = [...new Set(rows.flatMap((d) => Object.keys(d.byPlatform)))].sort();
-  const own = platforms.map((p) => rows.map((d) => d.byPlatform[p] ?? 0));
-  const stacked = own.map((_, i) => rows.map((_, k) => own.slice(0, i + 1).reduce((n, s) => n + (s[k] ?? 0), 0)));
-  const order = platforms.map((_, i) => platforms.length - 1 - i);
   charts.push(
-    new uPlot(
-      {
-        width: width(),
-        height: 200,
-        series: [
-          DAY_SERIES,
-          ...order.map((i) => ({
-            label: platforms[i] || '(none)',
-            stroke: COLORS[i % COLORS.length],
-            fill: COLORS[i % COLORS.length],
-            paths: uPlot.paths.bars({ size: [0.8, 40] }),
-            /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
-            value: (_u, _v, _si, k) => (k === null ? '' : fmt(own[i]?.[k])),
-          })),
-        ],
-        axes: [DAY_AXIS, {}],
-        scales: { x: { time: true } },
-      },
-      [xs, ...order.map((i) => stacked[i])],
+    stackedBars(
+      xs,
+      platforms.map((p, i) => ({
+        label: p || '(none)',
+        color: COLORS[i % COLORS.length] ?? '#6e7781',
+        values: rows.map((d) => d.byPlatform[p] ?? 0),
+      })),
       $('report-sessions'),
+      200,
     ),
   );
   charts.push(
