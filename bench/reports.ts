@@ -31,7 +31,7 @@ export async function reports50m(
     await tx`UPDATE report_watermark SET received_before = '-infinity', summaries_since = now()`;
     await tx`DELETE FROM report_summaries`;
   });
-  const aggregator = new ReportAggregator(db.sql, { everyMs: 1000, lagMs: 0 }, createLogger('error'));
+  const aggregator = new ReportAggregator(db.sql, { everyMs: 1000, historyLagMs: 0 }, createLogger('error'));
   const started = performance.now();
   await aggregator.catchUp();
   const catchUpS = (performance.now() - started) / 1000;

@@ -136,8 +136,8 @@ async function main(): Promise<void> {
       ],
       [
         'b-large-reports',
-        `b-large-reports (same, the report aggregates folding in every 10 s as by default, 2 s behind; ${reportsWarmupS} s warm-up)`,
-        { env: { REPORTS_EVERY_MS: '10000', REPORTS_LAG_MS: '2000' } },
+        `b-large-reports (same, the report aggregates folding in commits as by default, every 1 s; ${reportsWarmupS} s warm-up)`,
+        { env: {} },
       ],
     ] as const;
     const runLarge = async (

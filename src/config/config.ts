@@ -64,9 +64,8 @@ export interface Config {
   quarantineMaxEvents: number;
   /** Bytes a project's quarantine may hold; past it, rejected events are dropped and counted. */
   quarantineMaxBytes: number;
-  /** How often the report aggregates take in new events, and how far behind the clock they stay. */
+  /** How often the report aggregates take in what was committed since they last did. */
   reportsEveryMs: number;
-  reportsLagMs: number;
   /** Users an erasure deletes from one events partition per transaction. */
   erasureUsersPerStep: number;
   quarantineRetentionDays: number;
@@ -285,8 +284,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     quarantineMaxEvents: integer(env, 'QUARANTINE_MAX_EVENTS', 100_000, 1, 100_000_000),
     quarantineMaxBytes: integer(env, 'QUARANTINE_MAX_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 ** 4),
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
-    reportsEveryMs: integer(env, 'REPORTS_EVERY_MS', 10_000, 100, 3_600_000),
-    reportsLagMs: integer(env, 'REPORTS_LAG_MS', 30_000, 0, 3_600_000),
+    reportsEveryMs: integer(env, 'REPORTS_EVERY_MS', 1000, 100, 3_600_000),
     erasureUsersPerStep: integer(env, 'ERASURE_USERS_PER_STEP', 25, 1, 5000),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
     liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),

@@ -36,6 +36,8 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
   // one window, and a waiter is served before the aggregator's next try: waiting past the step's lock timeout is safe
   // here, and failing for it would spend the erasure's attempts on a lock about to be free.
   await tx`SET LOCAL lock_timeout = '60s'`;
+  // The lock a fold takes before its snapshot (src/reports/aggregator.ts); the advisory one, as an older build's fold.
+  await tx`LOCK TABLE report_watermark IN EXCLUSIVE MODE`;
   await tx`SELECT pg_advisory_xact_lock(${REPORTS_FOLD_LOCK})`;
   // The eraser's bound on other locks again, once the fold's lock is held.
   await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);

@@ -5,25 +5,28 @@ import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES } from '../pipeline/summary.js';
 import { HASH_SQL } from './sketch.js';
 
 /** Set in the fold's transaction; migration 10's trigger refuses a watermark moved without it (an older build). */
-export const FOLD_VERSION = '16';
+export const FOLD_VERSION = '17';
 
 /** The names of PAYMENT_NAMES as an SQL list. */
 const PAYMENT_SQL = [...PAYMENT_NAMES].map((n) => `'${n}'`).join(', ');
 
-/** A window's stored events grouped as the reports count them, from the table; `filter` narrows the rows read. */
-const eventsBase = (filter: string) => `
+/**
+ * Stored events received in (`from`, `to`] grouped as the reports count them, from the table; `filter` narrows the
+ * rows read. A payment's row keeps its time, by which the fold reads it again.
+ */
+const eventsBase = (filter: string, from: string, to: string) => `
   SELECT project_id, (event_date AT TIME ZONE 'UTC')::date AS day, event_type, platform_user_id AS user_id,
          nullif(left(tg->>'start_param', ${CAMPAIGN_MAX_CHARS}), '') AS start_param,
          CASE WHEN event_name IN (${PAYMENT_SQL}) THEN event_id END AS special_id,
          count(*) AS n,
-         min(received_at) FILTER (WHERE tg ? 'start_param') AS first_at,
-         max(received_at) FILTER (WHERE tg ? 'start_param') AS last_at
-  FROM events WHERE received_at > $1 AND received_at <= $2${filter}
+         min(received_at) FILTER (WHERE tg ? 'start_param' OR event_name IN (${PAYMENT_SQL})) AS first_at,
+         max(received_at) FILTER (WHERE tg ? 'start_param' OR event_name IN (${PAYMENT_SQL})) AS last_at
+  FROM events WHERE received_at > ${from}::text::timestamptz AND received_at <= ${to}::text::timestamptz${filter}
   GROUP BY 1, 2, 3, 4, 5, 6`;
 
 /**
- * The same from the commits' report summaries (src/reports/summaries.ts, grouped already), with the window's rows no
- * summary holds (summarized = false: found by their partial index).
+ * The same from the commits' report summaries (src/reports/summaries.ts, grouped already), with the rows no summary
+ * holds received in ($1, $12] (summarized = false: found by their partial index).
  */
 const SUMMARIES_BASE = `
   SELECT project_id, day, event_type, user_id, start_param, special_id, sum(n) AS n, min(first_at) AS first_at,
@@ -34,13 +37,15 @@ const SUMMARIES_BASE = `
                 $10::timestamptz[], $11::timestamptz[])
       AS s(project_id, day, event_type, user_id, start_param, special_id, n, first_at, last_at)
     UNION ALL
-    ${eventsBase(' AND summarized IS NOT TRUE')}
+    ${eventsBase(' AND summarized IS NOT TRUE', '$1', '$12')}
   ) x
   GROUP BY 1, 2, 3, 4, 5, 6`;
 
 /**
- * Folds events with received_at in (from, to] into the aggregates. One statement: every part or none. `base`: where
- * the window's events come from, grouped (the table before summaries_since, the commits' summaries after).
+ * Folds grouped events into the aggregates. One statement: every part or none. `base`: where the events come from,
+ * grouped (a window of time of the table before summaries_since; the commits' summaries after, with the rows no
+ * summary holds). Payments and refunds are read again by id among the rows received in ($1, $2], within a second of
+ * the time their group keeps.
  */
 const fold = (base: string) => `
 WITH base AS MATERIALIZED (
@@ -57,7 +62,10 @@ WITH base AS MATERIALIZED (
          e.tg AS pay_tg
   FROM base b CROSS JOIN LATERAL (
     SELECT * FROM events e
-    WHERE e.project_id = b.project_id AND e.event_id = b.special_id AND e.received_at > $1 AND e.received_at <= $2
+    WHERE e.project_id = b.project_id AND e.event_id = b.special_id
+      AND e.received_at > $1::text::timestamptz AND e.received_at <= $2::text::timestamptz
+      AND e.received_at >= coalesce(b.first_at - interval '1 second', '-infinity')
+      AND e.received_at <= coalesce(b.last_at + interval '1 second', 'infinity')
     LIMIT 1
   ) e
   WHERE b.special_id IS NOT NULL
@@ -205,7 +213,7 @@ SELECT (SELECT coalesce(sum(n), 0)::int FROM base) AS events,
           SELECT kind, project_id, campaign, day::text, array_agg(DISTINCT ${HASH_SQL}) AS hashes
           FROM sketch_in GROUP BY 1, 2, 3, 4
         ) s) AS sketches`;
-export const FOLD_EVENTS = fold(eventsBase(''));
+export const FOLD_EVENTS = fold(eventsBase('', '$1', '$2'));
 export const FOLD_SUMMARIES = fold(SUMMARIES_BASE);
 
 /**

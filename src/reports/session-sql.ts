@@ -37,7 +37,8 @@ const fromEvents = (from: string, to: string, filter: string) => `
          CASE WHEN event_name <> 'app_close' THEN date_trunc('milliseconds', event_date) END AS last_at,
          CASE WHEN event_name = 'app_close' THEN date_trunc('milliseconds', event_date) END AS closed_at
   FROM events
-  WHERE received_at > ${from} AND received_at <= ${to}${filter} AND channel = 'webapp'
+  WHERE received_at > ${from}::text::timestamptz AND received_at <= ${to}::text::timestamptz${filter}
+    AND channel = 'webapp'
     AND platform_user_id IS NOT NULL AND props_string->>'session_id' ~ ${UUID_SQL}
     AND event_date >= '0001-01-01T00:00:00Z' AND event_date < '10000-01-01T00:00:00Z'`;
 
@@ -125,8 +126,7 @@ SELECT (SELECT count(*) FROM w)::int AS sessions`;
 export const FOLD_SESSIONS_EVENTS = fold(fromEvents('$1', '$2', ''));
 
 /**
- * A window of summaries (WindowSummaries.sessionRows(): $1-$7), with the window's rows no summary holds ($8, $9 its
- * bounds).
+ * Summaries' sessions (WindowSummaries.sessionRows(): $1-$7), with the rows no summary holds received in ($8, $9].
  */
 export const FOLD_SESSIONS_SUMMARIES = fold(`
   SELECT project_id, session_id, user_id, opened_at, platform, last_at, closed_at

@@ -91,7 +91,6 @@ describe('the app, started and shut down in this process', () => {
         ...(adminPort === null ? {} : { ADMIN_HOST: '127.0.0.1', ADMIN_PORT: adminPort }),
         WORKERS: '2',
         REPORTS_EVERY_MS: '100',
-        REPORTS_LAG_MS: '0',
         LOG_LEVEL: 'silent',
       });
       const app: App = await startApp({

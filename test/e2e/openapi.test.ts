@@ -762,7 +762,7 @@ describe('admin API', () => {
       await postBotApi(srv.url, token.body.token, { events: [payment, serverEvent({ eventType: 'zzz' })] }),
       202,
     );
-    // The reports follow the stored events a second or two behind (REPORTS_LAG_MS in the test servers).
+    // The reports follow the commits a tenth of a second behind (REPORTS_EVERY_MS in the test servers).
     await expect
       .poll(async () => (await admin(srv.url, 'GET', `/admin/projects/${projectId}/reports/revenue`)).body)
       .toHaveLength(1);

@@ -17,5 +17,24 @@ import { migration as v13 } from './013-report-users-changed-by-others.js';
 import { migration as v14 } from './014-per-token-rate-limits.js';
 import { migration as v15 } from './015-events-findable-by-user.js';
 import { migration as v16 } from './016-mini-app-sessions.js';
+import { migration as v17 } from './017-reports-follow-commits.js';
 
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16];
+export const MIGRATIONS: readonly Migration[] = [
+  v1,
+  v2,
+  v3,
+  v4,
+  v5,
+  v6,
+  v7,
+  v8,
+  v9,
+  v10,
+  v11,
+  v12,
+  v13,
+  v14,
+  v15,
+  v16,
+  v17,
+];

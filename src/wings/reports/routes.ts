@@ -140,7 +140,7 @@ export function reportsRoutes(projects: AdminStore, reports: ReportStore, guard:
         operationId: 'getDailyReport',
         summary: 'Events, active and new users per day',
         description:
-          "From aggregates the service keeps as events are stored (REPORTS_LAG_MS behind, at most a minute by default), never from a scan of the events. A day is the UTC date of the events' `eventDate`; only stored events count (no redelivery, in-request duplicate or rejected event). `activeUsers`: distinct users with a stored event that day; `newUsers`: users whose earliest stored event falls on that day. Every day of the range is listed, zeros included.",
+          "From aggregates the service keeps as events are stored (every commit once it is visible, within about two seconds at the defaults), never from a scan of the events. A day is the UTC date of the events' `eventDate`; only stored events count (no redelivery, in-request duplicate or rejected event). `activeUsers`: distinct users with a stored event that day; `newUsers`: users whose earliest stored event falls on that day. Every day of the range is listed, zeros included.",
         ids: ['ProjectId'],
         query: reportQuery(30),
         errors: ['bad_request'],

@@ -10,7 +10,7 @@ import { reportsSchemas } from './schemas.js';
 export function reportsWing(s: Shared): Wing {
   const aggregator = new ReportAggregator(
     s.sql,
-    { everyMs: s.config.reportsEveryMs, lagMs: s.config.reportsLagMs },
+    { everyMs: s.config.reportsEveryMs, historyLagMs: s.config.writeTimeoutMs },
     s.log,
   );
   s.caches.set('filed_users', () => aggregator.filedUsersStats);

@@ -108,10 +108,10 @@ describe('session records', () => {
     w.add(42, { id: S, at: at('2026-11-24T09:03:00Z'), kind: 0, platform: null });
     w.add(42, { id: S, at: at('2026-11-24T09:04:00Z'), kind: 2, platform: null });
     w.add(7, { id: S, at: at('2026-11-24T09:09:00Z'), kind: 0, platform: null });
-    const window = new WindowSummaries(Date.parse(AT) - 1, Date.parse(AT));
+    const window = new WindowSummaries(Date.parse(AT) - 1);
     window.addSessions(w.bytes());
-    // A section received outside the window is not its.
-    const outside = new WindowSummaries(Date.parse(AT), Date.parse(AT) + 1000);
+    // A section received at or before where summaries are read from is left out.
+    const outside = new WindowSummaries(Date.parse(AT));
     outside.addSessions(w.bytes());
     expect(outside.sessionRows().sessionIds).toEqual([]);
     expect(window.sessionRows()).toEqual({
