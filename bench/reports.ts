@@ -1,6 +1,7 @@
 // reports-50m: the report aggregator catches up on the preloaded table of b-large-50m (10 million users, with
 // campaigns, payments and refunds), as on a first start over existing history, then each report is asked for the
-// last 90 days (the sessions report too: every other visit of the preload is a mini-app session). The reports read
+// last 90 days (the sessions report too: every other visit of the preload is a mini-app session; retention by day
+// and by week). The reports read
 // the aggregates alone, so their time should not depend on the events behind them.
 import { createLogger } from '../src/base/log.js';
 import { ReportAggregator } from '../src/reports/aggregator.js';
@@ -23,7 +24,8 @@ export async function reports50m(
   // was empty, and the preload wrote the past since).
   await db.sql`TRUNCATE report_day_types, report_days, report_active, report_users, report_payments,
                         report_revenue_days, report_campaign_days, report_campaign_revenue, report_sessions,
-                        report_session_days, report_session_platforms, report_session_lengths, report_session_users`;
+                        report_session_days, report_session_platforms, report_session_lengths, report_session_users,
+                        report_retention, report_retention_weeks, report_active_weeks`;
   // A rebuild from the events (docs/operations.md): everything up to now is read from the table, and the summaries
   // of commits up to now go, their events with the rest.
   await db.sql.begin(async (tx) => {
@@ -49,6 +51,8 @@ export async function reports50m(
     revenue: () => store.revenue(projectId, range, true),
     campaigns: () => store.campaigns(projectId, range, 100),
     sessions: () => store.sessions(projectId, range),
+    retention: () => store.retention(projectId, range, 'day', null),
+    retention_week: () => store.retention(projectId, range, 'week', null),
   };
   const row: Row = {
     scenario: `reports-50m (each report over 90 days, median of ${RUNS}; aggregates of ${fmt(counted!)} events)`,

@@ -31,6 +31,8 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               its own bot_api bucket (default: the service's)
   report daily <projectId> [--from <YYYY-MM-DD>] [--to <YYYY-MM-DD>]
                                               events, active and new users per day (default: 30 days)
+  report retention <projectId> [--from <day>] [--to <day>] [--by day|week] [--campaign <c>]
+                                              new users by first day (week) and how many came back
   report revenue <projectId> [--from <day>] [--to <day>] [--by day]
                                               payments, refunds and net per currency
   report campaigns <projectId> [--from <day>] [--to <day>] [--limit <n>]
@@ -186,11 +188,12 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       };
     }
     case 'report daily':
+    case 'report retention':
     case 'report revenue':
     case 'report campaigns':
     case 'report sessions': {
       const q = new URLSearchParams();
-      for (const f of ['from', 'to', 'by', 'limit']) if (flags.has(f)) q.set(f, flags.get(f)!);
+      for (const f of ['from', 'to', 'by', 'limit', 'campaign']) if (flags.has(f)) q.set(f, flags.get(f)!);
       const query = q.size > 0 ? `?${q}` : '';
       return {
         method: 'GET',

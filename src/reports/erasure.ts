@@ -1,5 +1,6 @@
 // The reports' part of an erasure: the users' records in report summaries not folded yet, then who they were to the
-// reports (first day and campaign, payments), then the days they were active: the counts stay, as usage does. Then
+// reports (their retention cells, first day and campaign, payments), then the days they were active: the counts stay,
+// as usage does. Then
 // their mini-app sessions, and what those counted in the sessions report.
 import { type ErasureJob, type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
@@ -8,6 +9,7 @@ import type { Logger } from '../base/log.js';
 import { SessionSummaryFormatError, sessionsWithoutUsers } from '../pipeline/session-summary.js';
 import { SummaryFormatError, withoutUsers } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
+import { ERASE_RETENTION } from './retention-sql.js';
 import { ERASE_SESSIONS } from './session-sql.js';
 
 /** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
@@ -95,6 +97,8 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     return rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
   }
   if (s.phase === 'reports') {
+    // Before report_users, where their cohorts are read.
+    await tx.unsafe(ERASE_RETENTION, [j.projectId, ids]);
     await tx`DELETE FROM report_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     return { phase: 'report_active', day: null };

@@ -2,7 +2,8 @@
 // whatever the number of events behind them.
 import type { Sql } from '../db/connect.js';
 import { EVENT_TYPES } from '../pipeline/event.js';
-import { type DayRange, daysOf } from './range.js';
+import { type DayRange, daysOf, mondayOf } from './range.js';
+import { retentionCells } from './retention-sql.js';
 import { Distinct } from './sketch.js';
 
 export interface DailyRow {
@@ -25,6 +26,14 @@ export interface RevenueRow extends RevenueTotals {
   currency: string;
   /** With `by=day`: every day of the range. */
   days?: ({ day: string } & RevenueTotals)[];
+}
+
+export interface RetentionRow {
+  /** The cohort's first day, or with by=week the Monday of its ISO week. */
+  cohort: string;
+  users: number;
+  /** Users of the cohort active k days (weeks) after it began, k from 0 up to the range's end; [0] is users. */
+  retained: number[];
 }
 
 export interface CampaignRow {
@@ -86,6 +95,38 @@ export class ReportStore {
       r.newUsers = Number(d.new_users);
     }
     return [...rows.values()];
+  }
+
+  /**
+   * Retention of the cohorts beginning in the range (by day, or by ISO week: the weeks it touches), of users of one
+   * first campaign ('' for none) or of all (null). Every cohort listed, zeros included.
+   */
+  async retention(
+    projectId: string,
+    range: DayRange,
+    by: 'day' | 'week',
+    campaign: string | null,
+  ): Promise<RetentionRow[]> {
+    const first = by === 'day' ? range.from : mondayOf(range.from);
+    const last = by === 'day' ? range.to : mondayOf(range.to);
+    const cells = await this.sql.unsafe<{ cohort: string; at: string; users: number }[]>(retentionCells(by), [
+      projectId,
+      first,
+      last,
+      campaign,
+    ]);
+    const byCohort = new Map<string, Map<string, number>>();
+    for (const c of cells) {
+      let row = byCohort.get(c.cohort);
+      if (row === undefined) byCohort.set(c.cohort, (row = new Map()));
+      row.set(c.at, c.users);
+    }
+    const steps = daysOf({ from: first, to: last }).filter((_, i) => by === 'day' || i % 7 === 0);
+    return steps.map((cohort, i) => {
+      const row = byCohort.get(cohort);
+      const retained = steps.slice(i).map((at) => row?.get(at) ?? 0);
+      return { cohort, users: retained[0]!, retained };
+    });
   }
 
   /** Mini-app sessions per day of the range, zeros included. */

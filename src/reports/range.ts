@@ -12,7 +12,8 @@ export interface DayRange {
 export type RangeCheck = { ok: true; range: DayRange } | { ok: false; message: string };
 
 function parseDay(v: string): number | null {
-  if (!DATE.test(v)) return null;
+  // Year 0000 parses in JavaScript (1 BC) but is no date to PostgreSQL, which would fail the query.
+  if (!DATE.test(v) || v.startsWith('0000')) return null;
   const ms = Date.parse(`${v}T00:00:00Z`);
   // 2026-02-30 parses as March 2nd: a day that is not itself is refused.
   return Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== v ? null : ms;
@@ -39,6 +40,12 @@ export function dayRange(query: URLSearchParams, today: Date, defaultDays: numbe
     ok: true,
     range: { from: new Date(fromMs).toISOString().slice(0, 10), to: new Date(toMs).toISOString().slice(0, 10) },
   };
+}
+
+/** The Monday of a UTC date's ISO week (YYYY-MM-DD). */
+export function mondayOf(day: string): string {
+  const ms = Date.parse(`${day}T00:00:00Z`);
+  return new Date(ms - ((new Date(ms).getUTCDay() + 6) % 7) * DAY_MS).toISOString().slice(0, 10);
 }
 
 /** Every day of the range, in order. */

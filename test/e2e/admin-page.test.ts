@@ -961,6 +961,27 @@ describe('admin page', () => {
     expect(await page.locator('[data-testid="report-sessions"] canvas').count()).toBeGreaterThan(0);
     expect(await page.locator('[data-testid="report-session-lengths"] canvas').count()).toBeGreaterThan(0);
     expect(await byTestId('report-revenue-net').textContent()).toMatch(/^XTR net (150 XTR|⭐ 150)$/);
+    // Retention by week: a row per cohort, each cell its share of the cohort, shaded by it.
+    const weeks = await report(`retention?${q}&by=week`);
+    expect(await attrs(byTestId('retention-row'), 'data-cohort')).toEqual(
+      weeks.map((r: { cohort: string }) => r.cohort),
+    );
+    const shares = weeks.flatMap((r: { users: number; retained: number[] }) =>
+      r.retained.map((n) => (r.users > 0 ? `${Math.round((n / r.users) * 100)}%` : '')),
+    );
+    expect(await byTestId('retention-cell').allTextContents()).toEqual(shares);
+    const shade = (i: number) =>
+      byTestId('retention-cell')
+        .nth(i)
+        .evaluate((c) => c.ownerDocument.defaultView!.getComputedStyle(c).backgroundColor);
+    const full = shares.indexOf('100%');
+    const none = shares.indexOf('0%');
+    expect(full).toBeGreaterThanOrEqual(0);
+    expect(await shade(full)).toMatch(/^rgba?\(31, 111, 235(, 0\.8\d*)?\)$/);
+    if (none >= 0) expect(await shade(none)).toMatch(/^rgba\(31, 111, 235, 0\)$/);
+    await byTestId('retention-by').selectOption('day');
+    const days = await report(`retention?${q}&by=day`);
+    await expect.poll(() => byTestId('retention-row').count()).toBe(days.length);
     expect(await attrs(byTestId('campaign-row'), 'data-campaign')).toEqual(
       campaigns.map((c: { campaign: string | null }) => c.campaign ?? ''),
     );

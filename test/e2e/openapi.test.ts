@@ -801,6 +801,21 @@ describe('admin API', () => {
       undefined,
       400,
     );
+    const retention = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/retention',
+      `/admin/projects/${projectId}/reports/retention?from=2026-11-21&to=2026-11-22&by=day`,
+      undefined,
+      200,
+    );
+    expect(retention.body).toMatchObject([{ cohort: '2026-11-21' }, { cohort: '2026-11-22' }]);
+    await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/reports/retention',
+      `/admin/projects/${projectId}/reports/retention?by=month`,
+      undefined,
+      400,
+    );
     const sessions = await adminCall(
       'GET',
       '/admin/projects/{projectId}/reports/sessions',
@@ -1443,6 +1458,7 @@ const ROUTES = [
   'GET /admin/projects/{projectId}/usage',
   'GET /admin/projects/{projectId}/reports/daily',
   'GET /admin/projects/{projectId}/reports/campaigns',
+  'GET /admin/projects/{projectId}/reports/retention',
   'GET /admin/projects/{projectId}/reports/sessions',
   'GET /admin/projects/{projectId}/reports/revenue',
   'GET /admin/projects/{projectId}/stats',

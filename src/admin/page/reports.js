@@ -1,7 +1,8 @@
 // @ts-check
 // The admin page: the reports view. Events per day stacked by type, active and new users per day, net revenue per
-// day per currency, mini-app sessions per day by platform and their lengths, and the campaigns table, over 7, 30 or
-// 90 days or a chosen range; each with a CSV download of the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
+// day per currency, mini-app sessions per day by platform and their lengths, a retention table of cohorts by day or
+// week on a heat scale, and the campaigns table, over 7, 30 or 90 days or a chosen range; each with a CSV download of
+// the same numbers. Charts are drawn by uPlot (served from /admin/page/uplot.js): small, fast, no dependencies, and
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError, onSignOut } from './api.js';
@@ -21,6 +22,7 @@ const DAY_S = 86_400;
  *   revenue: { currency: string, netAmount: unknown }[] }} CampaignRow
  * @typedef {{ day: string, sessions: number, users: number, medianDurationS: number | null,
  *   p90DurationS: number | null, sessionsPerUser: number, byPlatform: Record<string, number> }} SessionsRow
+ * @typedef {{ cohort: string, users: number, retained: number[] }} RetentionRow
  * @typedef {{ destroy(): void, setSize(size: { width: number, height: number }): void, height: number }} Chart
  */
 /** The x series of every chart: a day, shown as its date in the legend. */
@@ -53,6 +55,8 @@ export function resetReports() {
   for (const id of ['report-events', 'report-users', 'report-revenue', 'report-sessions', 'report-session-lengths'])
     $(id).replaceChildren();
   $('campaigns-body').replaceChildren();
+  $('retention-head').replaceChildren();
+  $('retention-body').replaceChildren();
   $('reports-status').textContent = '';
   for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total', 'report-sessions-total'])
     $(id).textContent = '';
@@ -78,18 +82,20 @@ export async function loadReports(range = shown ?? lastDays(Number($('report-day
   const q = `from=${range.from}&to=${range.to}`;
   $('reports-status').textContent = 'Loading…';
   try {
-    /** @type {[DailyRow[], RevenueLine[], CampaignRow[], SessionsRow[]]} */
-    const [daily, revenue, campaigns, sessions] = await Promise.all([
+    /** @type {[DailyRow[], RevenueLine[], CampaignRow[], SessionsRow[], RetentionRow[]]} */
+    const [daily, revenue, campaigns, sessions, retention] = await Promise.all([
       api('GET', `/admin/projects/${projectId}/reports/daily?${q}`),
       api('GET', `/admin/projects/${projectId}/reports/revenue?${q}&by=day`),
       api('GET', `/admin/projects/${projectId}/reports/campaigns?${q}`),
       api('GET', `/admin/projects/${projectId}/reports/sessions?${q}`),
+      api('GET', `/admin/projects/${projectId}/reports/retention?${q}&by=${retentionBy()}`),
     ]);
     if (projectId !== state.projectId || !current()) return;
     shown = range;
     draw(daily, revenue, campaigns);
     drawSessions(sessions);
-    $('reports-status').textContent = `${range.from} to ${range.to} (UTC), up to a minute behind the events.`;
+    drawRetention(retention);
+    $('reports-status').textContent = `${range.from} to ${range.to} (UTC), within seconds of the events.`;
   } catch (err) {
     if (isSignedOutError(err) || projectId !== state.projectId || !current()) return;
     $('reports-status').textContent = `The reports could not be loaded: ${describe(err)}`;
@@ -277,10 +283,56 @@ function drawSessions(rows) {
   );
 }
 
+/** @returns {'day' | 'week'} */
+const retentionBy = () => ($('retention-by').value === 'day' ? 'day' : 'week');
+
+/**
+ * The cohorts as a table: users, then the share of them active k days (weeks) on, on a heat scale (the count in the
+ * cell's title). @param {RetentionRow[]} rows
+ */
+function drawRetention(rows) {
+  const width = rows[0]?.retained.length ?? 0;
+  const unit = retentionBy() === 'day' ? 'Day' : 'Week';
+  $('retention-head').replaceChildren(
+    el(
+      'tr',
+      {},
+      el('th', { scope: 'col' }, 'Cohort'),
+      el('th', { scope: 'col', class: 'num' }, 'Users'),
+      ...Array.from({ length: width }, (_, k) => el('th', { scope: 'col', class: 'num' }, `${unit} ${k}`)),
+    ),
+  );
+  $('retention-body').replaceChildren(
+    ...rows.map((r) =>
+      el(
+        'tr',
+        { 'data-testid': 'retention-row', 'data-cohort': r.cohort },
+        el('td', {}, r.cohort),
+        el('td', { class: 'num' }, fmt(r.users)),
+        ...r.retained.map((n) => {
+          const share = r.users > 0 ? n / r.users : 0;
+          const cell = el(
+            'td',
+            {
+              class: share > 0.5 ? 'heat high' : 'heat',
+              title: `${fmt(n)} of ${fmt(r.users)}`,
+              'data-testid': 'retention-cell',
+            },
+            r.users > 0 ? `${(share * 100).toFixed(share > 0 && share < 0.1 ? 1 : 0)}%` : '',
+          );
+          cell.style.setProperty('--share', String(share));
+          return cell;
+        }),
+      ),
+    ),
+  );
+  $('retention-empty').hidden = rows.some((r) => r.users > 0);
+}
+
 /** A report's CSV, fetched with the admin token (a plain link cannot carry it), saved under the server's name. @param {string} report */
 async function download(report) {
   if (shown === null) return;
-  const extra = report === 'revenue' ? '&by=day' : '';
+  const extra = report === 'revenue' ? '&by=day' : report === 'retention' ? `&by=${retentionBy()}` : '';
   const res = await fetch(
     `/admin/projects/${state.projectId}/reports/${report}?from=${shown.from}&to=${shown.to}${extra}&format=csv`,
     {
@@ -304,7 +356,10 @@ export function startReports() {
   new ResizeObserver(() => {
     for (const c of charts) c.setSize({ width: width(), height: c.height });
   }).observe($('reports'));
-  for (const report of ['daily', 'revenue', 'campaigns', 'sessions'])
+  $('retention-by').addEventListener('change', () => {
+    if (shown !== null) loadReports(shown);
+  });
+  for (const report of ['daily', 'revenue', 'campaigns', 'sessions', 'retention'])
     $(`report-csv-${report}`).addEventListener('click', () =>
       download(report).catch((err) => {
         $('reports-status').textContent = describe(err);

@@ -18,6 +18,7 @@ import { migration as v14 } from './014-per-token-rate-limits.js';
 import { migration as v15 } from './015-events-findable-by-user.js';
 import { migration as v16 } from './016-mini-app-sessions.js';
 import { migration as v17 } from './017-reports-follow-commits.js';
+import { migration as v18 } from './018-retention.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   v1,
@@ -37,4 +38,5 @@ export const MIGRATIONS: readonly Migration[] = [
   v15,
   v16,
   v17,
+  v18,
 ];

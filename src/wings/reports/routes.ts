@@ -1,5 +1,5 @@
-// The reports' routes: daily activity, revenue, campaigns and mini-app sessions, as JSON or (`?format=csv`) the same
-// numbers as CSV.
+// The reports' routes: daily activity, retention, revenue, campaigns and mini-app sessions, as JSON or
+// (`?format=csv`) the same numbers as CSV.
 import { type AdminGuard, existingProject, pageLimit } from '../../admin/api.js';
 import type { AdminStore } from '../../admin/store.js';
 import { HttpError } from '../../base/errors.js';
@@ -7,7 +7,15 @@ import type { Route } from '../../http/route.js';
 import type { Reply, Request } from '../../http/server.js';
 import { adminOp, list, query } from '../../openapi/admin.js';
 import { json, type Obj } from '../../openapi/operations.js';
-import type { CampaignRow, DailyRow, ReportStore, RevenueRow, SessionsRow } from '../../reports/queries.js';
+import { CAMPAIGN_MAX_CHARS } from '../../pipeline/summary.js';
+import type {
+  CampaignRow,
+  DailyRow,
+  ReportStore,
+  RetentionRow,
+  RevenueRow,
+  SessionsRow,
+} from '../../reports/queries.js';
 import { dayRange, type DayRange, toCsv } from '../../reports/range.js';
 
 /** Days a daily report covers when the request names none. */
@@ -85,6 +93,14 @@ export function revenueCsv(rows: RevenueRow[]): string {
   );
 }
 
+export function retentionCsv(rows: RetentionRow[]): string {
+  const width = rows[0]?.retained.length ?? 0;
+  return toCsv(
+    ['cohort', 'users', ...Array.from({ length: width }, (_, k) => `retained_${k}`)],
+    rows.map((r) => [r.cohort, r.users, ...r.retained]),
+  );
+}
+
 export function sessionsCsv(rows: SessionsRow[]): string {
   const platforms = [...new Set(rows.flatMap((r) => Object.keys(r.byPlatform)))].sort();
   return toCsv(
@@ -145,6 +161,40 @@ export function reportsRoutes(projects: AdminStore, reports: ReportStore, guard:
         query: reportQuery(30),
         errors: ['bad_request'],
         success: { 200: okCsv('One row per day, oldest first.', list('DailyReportRow')) },
+      }),
+    },
+    {
+      method: 'get',
+      path: '/admin/projects/:projectId/reports/retention',
+      handler: guard(async (req) => {
+        const q = queryOf(req);
+        const f = format(q);
+        const by = q.get('by') ?? 'day';
+        if (by !== 'day' && by !== 'week') throw new HttpError('bad_request', { message: 'by must be day or week.' });
+        const campaign = q.get('campaign');
+        if (campaign !== null && [...campaign].length > CAMPAIGN_MAX_CHARS)
+          throw new HttpError('bad_request', { message: `campaign is longer than ${CAMPAIGN_MAX_CHARS} characters.` });
+        const r = range(q, DEFAULT_DAYS)!;
+        const rows = await reports.retention(await project(req), r, by, campaign);
+        return f === 'csv' ? csv(`retention-${by}-${r.from}-${r.to}`, retentionCsv(rows)) : { status: 200, body: rows };
+      }),
+      operation: adminOp({
+        operationId: 'getRetentionReport',
+        summary: 'Cohorts of new users and how many came back, day by day or week by week',
+        description:
+          "A cohort is the users whose earliest stored event (by `eventDate`, UTC) falls on a day of the range, or with `by=week` in an ISO week the range touches (named by its Monday). `retained[k]`: the cohort's users with a stored event k days (weeks) after its first, up to the range's end; `retained[0]` is `users`. Exact: from aggregates the service keeps as events are folded, like the daily report; when older events move a user's first day back, or their first campaign arrives, they move to their cohort; an erasure takes them out. Every cohort of the range is listed, zeros included, oldest first.",
+        ids: ['ProjectId'],
+        query: [
+          ...reportQuery(30),
+          query('by', 'day (default) or week (ISO weeks, Monday first).', { type: 'string', enum: ['day', 'week'] }),
+          query(
+            'campaign',
+            'Only users whose first campaign (start_param) is this; empty: users who came without one. Up to 256 characters.',
+            { type: 'string', maxLength: CAMPAIGN_MAX_CHARS },
+          ),
+        ],
+        errors: ['bad_request'],
+        success: { 200: okCsv('One row per cohort, oldest first.', list('RetentionReportRow')) },
       }),
     },
     {

@@ -1,4 +1,4 @@
-// The component schemas of the reports: daily, campaigns, revenue, sessions.
+// The component schemas of the reports: daily, retention, campaigns, revenue, sessions.
 import { closed, count, type Schema } from '../../openapi/schemas.js';
 
 export function reportsSchemas(): Record<string, Schema> {
@@ -37,6 +37,20 @@ export function reportsSchemas(): Record<string, Schema> {
       revenue: {
         type: 'array',
         items: closed({ currency: { type: 'string' }, netAmount: minor('Payments less refunds.') }),
+      },
+    }),
+    RetentionReportRow: closed({
+      cohort: {
+        type: 'string',
+        pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$',
+        description: "The cohort's first day (UTC), or with by=week the Monday of its ISO week.",
+      },
+      users: count('Users whose earliest stored event falls in the cohort.'),
+      retained: {
+        type: 'array',
+        description:
+          "Users of the cohort with a stored event k days (weeks) after its first, k = 0 up to the range's end.",
+        items: { type: 'integer', minimum: 0 },
       },
     }),
     DailyReportRow: closed({
