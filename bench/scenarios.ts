@@ -123,6 +123,8 @@ export async function botApiScenario(
     prepare?: (ids: { projectId: string; botId: string }) => Promise<void>;
     /** Runs after the measured window, while the service still runs; what it returns joins the row. */
     finish?: (ids: { projectId: string; botId: string }) => Promise<Record<string, number | string>>;
+    /** Milliseconds from a probe event's 202 to the daily report counting it, pushed here throughout the run. */
+    freshness?: number[];
   },
 ): Promise<Figures> {
   const svc = await startService(db.url, o.env);
@@ -160,9 +162,10 @@ export async function botApiScenario(
           ? sessionsBody(templates)
           : () => stamp(templates[counter % templates.length]!, counter++);
     const headers = { 'content-type': 'application/json', 'x-api-key': token };
+    const probe = o.freshness === undefined ? null : freshnessProbe(svc.url, headers, projectId, o.freshness);
     const f = await measure(name, db, svc, o.events, o, (durationS) =>
       load({ url: `${svc.url}/tg`, headers, connections: o.connections, durationS, body }),
-    );
+    ).finally(() => probe?.stop());
     if (viewer !== null) {
       f.extra = { 'live messages': viewer.messages(), 'live skipped': viewer.skipped() };
       viewer.close();
@@ -183,6 +186,64 @@ export async function botApiScenario(
     await scraper;
     await svc.stop();
   }
+}
+
+/**
+ * How soon the reports count what was stored, under the load beside: one event a second, each on a day of its own
+ * (from 2001-01-01 on), and the daily report asked every 50 ms until it counts it; the time from the 202 is pushed.
+ */
+function freshnessProbe(
+  base: string,
+  headers: Record<string, string>,
+  projectId: string,
+  into: number[],
+): { stop(): Promise<void> } {
+  let running = true;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const done = (async () => {
+    for (let n = 0; running; n++) {
+      const day = new Date(Date.UTC(2001, 0, 1) + n * 86_400_000).toISOString().slice(0, 10);
+      const sent = await fetch(`${base}/tg`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          events: [
+            {
+              eventId: crypto.randomUUID(),
+              eventName: 'freshness_probe',
+              eventType: 'message',
+              eventDate: `${day}T12:00:00Z`,
+              eventOrigin: 'custom',
+              platformUserId: '1',
+            },
+          ],
+        }),
+      }).catch(() => null);
+      if (sent?.status !== 202) {
+        await sleep(1000);
+        continue;
+      }
+      const answered = performance.now();
+      while (running) {
+        const r = await fetch(`${base}/admin/projects/${projectId}/reports/daily?from=${day}&to=${day}`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        }).catch(() => null);
+        const rows = r?.ok ? ((await r.json()) as { events: number }[]) : [];
+        if ((rows[0]?.events ?? 0) >= 1) {
+          into.push(performance.now() - answered);
+          break;
+        }
+        await sleep(50);
+      }
+      await sleep(1000);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+    },
+  };
 }
 
 /** A live viewer of the project, counting what it receives. */

@@ -53,8 +53,12 @@ const TABLE_PROJECTS = 1_000;
 const WRITERS = 'tg-ingest writer %';
 /** How long an open writer transaction can hold a window of history back. */
 const HOLD_BACK_MAX = '10 minutes';
+const HOLD_BACK_MS = 600_000;
 /** lock_not_available: another instance folds, or an erasure or a hand edit holds the watermark. */
 const LOCK_NOT_AVAILABLE = '55P03';
+const SERIALIZATION_FAILURE = '40001';
+/** Folds in a row that found the watermark locked before a warning (and again each as many more). */
+const LOCK_MISSES_WARN = 60;
 
 export interface AggregatorOptions {
   everyMs: number;
@@ -87,6 +91,8 @@ export class ReportAggregator {
   private readonly every: Every;
   /** A catch-up under way ends after its fold. */
   private stopped = false;
+  /** Folds in a row that found the watermark locked. */
+  private lockMisses = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -128,23 +134,23 @@ export class ReportAggregator {
    * (measured: ~0.6 s of a 1.5 s window's cost, for 5% of its events); they wait for the next turn.
    */
   async catchUp(): Promise<void> {
-    let history = true;
     for (;;) {
-      const h = history ? await this.fold('events') : null;
-      if (h === null || !h.behind) history = false;
-      if (this.stopped) return;
-      const s = await this.fold('summaries');
-      if ((s === null || !s.behind) && !history) return;
-      if (this.stopped) return;
+      const r = await this.fold();
+      if (r === null || !r.behind || this.stopped) return;
     }
   }
 
   /**
-   * One fold: a window of history (`events`), or what commits left since the last fold (`summaries`); null when
-   * another instance holds the lock or there is nothing to fold.
+   * One fold: while events stored before summaries began are left, a window of them (`events`), and nothing else
+   * (what commits add waits, so that first campaigns, and payments counted once, fall in the order they came);
+   * after, what commits left since the last fold (`summaries`). Null when another instance holds the lock or there
+   * is nothing to fold.
    */
-  async fold(source: FoldResult['source']): Promise<FoldResult | null> {
+  async fold(): Promise<FoldResult | null> {
     const started = performance.now();
+    // Read before the fold's snapshot: a writer that commits after it is still open here, so it holds a window of
+    // history back (read inside, it could be gone from pg_stat_activity and invisible to the snapshot both).
+    const heldNow = await writersStart(this.sql);
     // What the fold filed, told to this.filed once its transaction has committed.
     let afterCommit: (() => void | Promise<void>) | null = null;
     let locked = false;
@@ -160,14 +166,15 @@ export class ReportAggregator {
         // The version lets the watermark move (migration 10's guard); `folding` leaves this transaction's own changes
         // to report_users and report_active uncounted by migration 13's triggers.
         await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true), set_config('tg_ingest.folding', 'on', true)`;
-        const wm = await readWatermark(tx);
+        const wm = await readWatermark(tx, heldNow);
         // A fold's grouping stays in memory: spilled to disk it cost the fold twice as much (measured).
         await tx`SET LOCAL work_mem = '64MB'`;
         // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
         // 3.6 s against 1.4 s for 900,000 events).
         await tx`SET LOCAL enable_sort = off`;
         let r: FoldResult | null;
-        if (source === 'events') r = await this.foldHistory(tx, wm);
+        if (wm.since > Number.NEGATIVE_INFINITY && (wm.at === null || wm.at < wm.since))
+          r = await this.foldHistory(tx, wm);
         else {
           const f = await this.foldCommits(tx, wm);
           afterCommit = f?.afterCommit ?? null;
@@ -178,13 +185,29 @@ export class ReportAggregator {
         return r;
       })) as FoldResult | null;
     } catch (err) {
-      if (!locked && (err as { code?: string }).code === LOCK_NOT_AVAILABLE) return null;
+      const code = (err as { code?: string }).code;
+      if (!locked && code === LOCK_NOT_AVAILABLE) {
+        this.lockMisses++;
+        if (this.lockMisses % LOCK_MISSES_WARN === 0)
+          this.log.warn(
+            { tries: this.lockMisses },
+            'the reports have not folded for a while: report_watermark is locked (a hand edit of the report tables left open?)',
+          );
+        return null;
+      }
+      // Another transaction changed a row this fold read (an erasure deleting events it had not folded yet): the
+      // fold is undone whole and the next one reads them as they are; no reason to make folds smaller.
+      if (code === SERIALIZATION_FAILURE) {
+        this.log.debug({ err: (err as Error).message }, 'report fold met a concurrent change: folded again next time');
+        return null;
+      }
       throw err;
     }
+    this.lockMisses = 0;
     await (afterCommit as (() => void | Promise<void>) | null)?.();
     if (result === null) return null;
     this.log.debug({ ...result, ms: Math.round(performance.now() - started) }, 'report window folded');
-    if (source === 'summaries') this.share = Math.min(1, this.share * 2);
+    if (result.source === 'summaries') this.share = Math.min(1, this.share * 2);
     // Windows of history of about TARGET_ROWS: halved after a heavy one, doubled after a light one.
     else if (result.rows > TARGET_ROWS * 2) this.step = Math.max(MIN_STEP_MS, this.step / 2);
     else if (result.rows < TARGET_ROWS / 2) this.step = Math.min(MAX_STEP_MS, this.step * 2);
@@ -211,7 +234,6 @@ export class ReportAggregator {
    * for at most HOLD_BACK_MAX.
    */
   private async foldHistory(tx: Tx, wm: Watermark): Promise<FoldResult | null> {
-    if (!(wm.since > Number.NEGATIVE_INFINITY && (wm.at === null || wm.at < wm.since))) return null;
     const until = Math.min(wm.since, wm.now - this.opts.historyLagMs);
     let from = wm.at === null ? '-infinity' : new Date(wm.at).toISOString();
     if (wm.at === null) {
@@ -229,9 +251,9 @@ export class ReportAggregator {
         }
       }
       if (oldest === null || oldest > wm.since) {
-        // No history: summaries hold everything.
+        // No history: summaries hold everything, and are folded next, at once.
         await tx`UPDATE report_watermark SET received_before = summaries_since`;
-        return { source: 'events', events: 0, rows: 0, behind: false };
+        return { source: 'events', events: 0, rows: 0, behind: true };
       }
       from = new Date(oldest - 1).toISOString();
     }
@@ -325,9 +347,13 @@ export class ReportAggregator {
         UPDATE events SET summarized = true
         WHERE summarized IS NOT TRUE AND received_at > ${from}::text::timestamptz AND received_at <= ${to}::text::timestamptz RETURNING 1
       ) SELECT count(*)::int AS n FROM m`;
-    // Folded by windows of time already (the fold of an older build), or stamped by a clock far behind.
+    // Folded by windows of time already (an older build's, before the upgrade), or, once those are long past, stamped
+    // by an instance whose clock runs far behind: those are lost to the reports.
     if (window.skipped > 0)
-      this.log.debug({ sections: window.skipped, before: from }, 'report summary sections left out');
+      this.log[wm.now - begins > HOLD_BACK_MS ? 'warn' : 'debug'](
+        { sections: window.skipped, before: from },
+        'report summaries held requests received before the reports began reading summaries: left out',
+      );
     const stampAfter = stamp(wm.folds + 1, wm.changed);
     return {
       result: {
@@ -433,20 +459,29 @@ interface Watermark {
   at: number | null;
   /** When summaries began (-Infinity: from the start). */
   since: number;
-  /** The database's now, held back by the oldest writer transaction still open. */
+  /** The database's now before the fold began, held back by the oldest writer transaction then open. */
   now: number;
   folds: number;
   changed: string;
 }
 
-async function readWatermark(tx: Tx): Promise<Watermark> {
-  const [wm] = await tx<{ at: number | null; now: number; since: number | null; folds: string; changed: string }[]>`
+/**
+ * The database's now, held back by the oldest writer transaction still open (ms since 1970): only the service's
+ * writers count (a psql session left open does not), for at most HOLD_BACK_MAX.
+ */
+async function writersStart(sql: Sql): Promise<number> {
+  const [r] = await sql<{ now: number }[]>`
+    SELECT (extract(epoch FROM least(now(), (
+      SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
+    ))) * 1000)::float8 AS now`;
+  return r!.now;
+}
+
+async function readWatermark(tx: Tx, now: number): Promise<Watermark> {
+  const [wm] = await tx<{ at: number | null; since: number | null; folds: string; changed: string }[]>`
     SELECT users_changed::text AS changed, folds::text,
            CASE WHEN received_before = '-infinity' THEN NULL ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
-           (extract(epoch FROM least(now(), (
-             SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
-             WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
-           ))) * 1000)::float8 AS now,
            -- In whole milliseconds, as windows are: a window ends on it exactly.
            CASE WHEN summaries_since = '-infinity' THEN NULL
                 ELSE ceil(extract(epoch FROM summaries_since) * 1000) END::float8 AS since
@@ -454,7 +489,7 @@ async function readWatermark(tx: Tx): Promise<Watermark> {
   return {
     at: wm!.at,
     since: wm!.since ?? Number.NEGATIVE_INFINITY,
-    now: wm!.now,
+    now,
     folds: Number(wm!.folds),
     changed: wm!.changed,
   };

@@ -1,6 +1,6 @@
 // The reports' part of an erasure: the users' records in report summaries not folded yet, then who they were to the
-// reports (their retention cells, first day and campaign, payments), then the days they were active: the counts stay,
-// as usage does. Then
+// reports (their retention cells, the days and weeks they were active, first day and campaign, payments): the counts
+// stay, as usage does. Then
 // their mini-app sessions, and what those counted in the sessions report.
 import { type ErasureJob, type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
@@ -15,8 +15,6 @@ import { ERASE_SESSIONS } from './session-sql.js';
 /** Report summaries (one a commit, up to ~1 KiB an event) rewritten per step: at most this many, and bytes. */
 const SUMMARIES_SLICE = 256;
 const SUMMARIES_SLICE_BYTES = 8 * 1024 * 1024;
-/** Days of report_active per step, each read by primary-key probes. */
-const REPORT_DAYS_SLICE = 31;
 
 type Step =
   | { phase: 'summaries'; after: string; until: string | null }
@@ -97,11 +95,13 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     return rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
   }
   if (s.phase === 'reports') {
-    // Before report_users, where their cohorts are read.
+    // All in one transaction: their cells (read through report_users, before it goes), the days and weeks they were
+    // active, then who they were. Were the days left for later, a fold meanwhile (their events kept coming: no
+    // suppression) would take them for a new user and count a day twice.
     await tx.unsafe(ERASE_RETENTION, [j.projectId, ids]);
     await tx`DELETE FROM report_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
-    return { phase: 'report_active', day: null };
+    return { phase: 'sessions' };
   }
   if (s.phase === 'sessions') {
     await tx.unsafe(ERASE_SESSIONS, [j.projectId, ids]);
@@ -109,14 +109,9 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     await tx`DELETE FROM report_session_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     return null;
   }
-  // report_active: a month of days per step. A day goes to and from PostgreSQL as its text (`::text::date`): sent as
-  // a date, the driver would make it a JavaScript Date, which has no day before year 1 ('0001-12-31 BC', the UTC day
-  // of an eventDate early on 0001-01-01 in a later zone) and failed every erasure of such a project.
-  const days = await tx<{ day: string }[]>`
-    SELECT day::text FROM report_days WHERE project_id = ${j.projectId}
-      ${s.day === null ? tx`` : tx`AND day > ${s.day}::text::date`}
-    ORDER BY day LIMIT ${REPORT_DAYS_SLICE}`;
-  for (const { day } of days)
-    await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND day = ${day}::text::date AND user_id = ANY(${ids}::bigint[])`;
-  return days.length === REPORT_DAYS_SLICE ? { phase: 'report_active', day: days.at(-1)!.day } : { phase: 'sessions' };
+  // report_active: where an erasure an older build began resumes (that build left the days for steps of their own;
+  // this one takes them with the cells). Found by the user since migration 18.
+  await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+  await tx`DELETE FROM report_active_weeks WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+  return { phase: 'sessions' };
 }

@@ -2,7 +2,7 @@
 // commits' report summaries with the rows no summary holds), folded into the aggregates in one statement; and the
 // BRIN summaries a window of the table asks for first.
 import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES } from '../pipeline/summary.js';
-import { WEEK } from './retention-sql.js';
+import { addToCells, addToWeekCells, RETENTION_SPAN, WEEK } from './retention-sql.js';
 import { HASH_SQL } from './sketch.js';
 
 /** Set in the fold's transaction; migration 10's trigger refuses a watermark moved without it (an older build). */
@@ -166,10 +166,12 @@ WITH base AS MATERIALIZED (
          old_day, old_campaign, known AND (day < old_day OR campaign <> old_campaign) AS moved
   FROM ucamp
 ), moved_days AS (
-  -- A moved user's days before this fold (by report_active's index on the user): their cells move with them.
+  -- A moved user's days before this fold that can be in a cell of their old cohort (report_active by user and day):
+  -- their cells move with them.
   SELECT c.project_id, c.user_id, c.campaign, c.cohort, c.old_campaign, c.old_day, a.day
   FROM cohorts c CROSS JOIN LATERAL (
-    SELECT day FROM report_active a WHERE a.project_id = c.project_id AND a.user_id = c.user_id
+    SELECT day FROM report_active a
+    WHERE a.project_id = c.project_id AND a.user_id = c.user_id AND a.day <= c.old_day + ${RETENTION_SPAN}
   ) a
   WHERE c.moved
 ), new_days AS (
@@ -177,34 +179,22 @@ WITH base AS MATERIALIZED (
   FROM active a JOIN cohorts c USING (project_id, user_id)
 ), new_weeks AS (
   -- A week counts a user once: only a week new to them adds to its cell.
-  INSERT INTO report_active_weeks (project_id, week, user_id)
-  SELECT DISTINCT project_id, ${WEEK('day')}, user_id FROM new_days
+  INSERT INTO report_active_weeks (project_id, user_id, week)
+  SELECT DISTINCT project_id, user_id, ${WEEK('day')} FROM new_days
   ON CONFLICT DO NOTHING
   RETURNING project_id, week, user_id
-), retention AS (
-  INSERT INTO report_retention AS t (project_id, cohort, day, campaign, users)
-  SELECT project_id, cohort, day, campaign, sum(n) FROM (
-    SELECT project_id, cohort, day, campaign, 1 AS n FROM new_days
-    UNION ALL SELECT project_id, cohort, day, campaign, 1 FROM moved_days
-    UNION ALL SELECT project_id, old_day, day, old_campaign, -1 FROM moved_days
-  ) x GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
-  ON CONFLICT (project_id, cohort, day, campaign) DO UPDATE SET users = t.users + excluded.users
-  RETURNING 1
-), retention_weeks AS (
-  INSERT INTO report_retention_weeks AS t (project_id, cohort, week, campaign, users)
-  SELECT project_id, ${WEEK('cohort')}, week, campaign, sum(n) FROM (
-    SELECT w.project_id, c.cohort, w.week, c.campaign, 1 AS n
-    FROM new_weeks w JOIN cohorts c USING (project_id, user_id)
-    UNION ALL
-    SELECT project_id, cohort, week, campaign, 1
-    FROM (SELECT DISTINCT project_id, user_id, cohort, campaign, ${WEEK('day')} AS week FROM moved_days) m
-    UNION ALL
-    SELECT project_id, old_day, week, old_campaign, -1
-    FROM (SELECT DISTINCT project_id, user_id, old_day, old_campaign, ${WEEK('day')} AS week FROM moved_days) m
-  ) x GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
-  ON CONFLICT (project_id, cohort, week, campaign) DO UPDATE SET users = t.users + excluded.users
-  RETURNING 1
-), pay AS (
+)${addToCells(`
+  SELECT project_id, cohort, day, campaign, 1 AS n FROM new_days
+  UNION ALL SELECT project_id, cohort, day, campaign, 1 FROM moved_days
+  UNION ALL SELECT project_id, old_day, day, old_campaign, -1 FROM moved_days`)}${addToWeekCells(`
+  SELECT w.project_id, c.cohort, w.week, c.campaign, 1 AS n
+  FROM new_weeks w JOIN cohorts c USING (project_id, user_id)
+  UNION ALL
+  SELECT project_id, cohort, week, campaign, 1
+  FROM (SELECT DISTINCT project_id, user_id, cohort, campaign, ${WEEK('day')} AS week FROM moved_days) m
+  UNION ALL
+  SELECT project_id, old_day, week, old_campaign, -1
+  FROM (SELECT DISTINCT project_id, user_id, old_day, old_campaign, ${WEEK('day')} AS week FROM moved_days) m`)}, pay AS (
   -- Payments as the revenue report always counted them (bot_api, once per charge id), and refunds alike.
   INSERT INTO report_payments (project_id, kind, charge_key, currency, amount, day, user_id)
   SELECT DISTINCT ON (project_id, kind, charge_key) project_id, kind, charge_key, currency, amount, day, user_id

@@ -1,13 +1,50 @@
 // The retention report's SQL (migration 18): the cells the fold keeps (src/reports/fold-sql.ts) and an erasure takes
 // users out of. A cohort is the users whose first day (or that day's ISO week) and first campaign ('' for none) are
-// the same; a cell, how many of them were active on a day (or in a week: a user once however many days).
+// the same; a cell, how many of them were active on a day (or in a week: a user once however many days), under the
+// campaign and under NULL (every campaign: what the report reads without one). A report's range is at most 366 days,
+// so no cell further from its cohort than that is kept: a user whose first day moves moves only those, whatever the
+// days a client dates their events on.
+import { MAX_REPORT_DAYS } from './range.js';
+
+/** The furthest a day cell is from its cohort, in days. */
+export const RETENTION_DAYS = MAX_REPORT_DAYS - 1;
+/** The furthest a week cell is from its cohort, in days (53 weeks: a range's Mondays span at most that). */
+export const RETENTION_WEEK_DAYS = 53 * 7;
+/** A user's days that can be in a cell of a cohort beginning on `first`: up to this many days after it. */
+export const RETENTION_SPAN = RETENTION_WEEK_DAYS + 6;
 
 /** The Monday of a date's ISO week, as a date. */
 export const WEEK = (day: string) => `date_trunc('week', (${day})::timestamp)::date`;
 
 /**
- * An erasure's removal of users ($1 the project, $2 the users) from the cells, and of the weeks they were active in;
- * before their report_users rows go (their cohorts are read there).
+ * Day and week cells to add to (`rows`: project_id, cohort, day, campaign, n), each under its campaign and under NULL,
+ * those within reach of their cohort.
+ */
+export const addToCells = (rows: string) => `
+, day_cells AS (
+  INSERT INTO report_retention AS t (project_id, cohort, day, campaign, users)
+  SELECT project_id, cohort, day, c, sum(n) FROM (${rows}) x CROSS JOIN LATERAL (VALUES (x.campaign), (NULL)) v(c)
+  WHERE day - cohort BETWEEN 0 AND ${RETENTION_DAYS}
+  GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
+  ON CONFLICT (project_id, cohort, day, campaign) DO UPDATE SET users = t.users + excluded.users
+  RETURNING 1
+)`;
+
+/** The same for week cells (`rows`: project_id, cohort, week, campaign, n; cohort the first day, week a Monday). */
+export const addToWeekCells = (rows: string) => `
+, week_cells AS (
+  INSERT INTO report_retention_weeks AS t (project_id, cohort, week, campaign, users)
+  SELECT project_id, ${WEEK('cohort')}, week, c, sum(n) FROM (${rows}) x
+  CROSS JOIN LATERAL (VALUES (x.campaign), (NULL)) v(c)
+  WHERE week - ${WEEK('cohort')} BETWEEN 0 AND ${RETENTION_WEEK_DAYS}
+  GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
+  ON CONFLICT (project_id, cohort, week, campaign) DO UPDATE SET users = t.users + excluded.users
+  RETURNING 1
+)`;
+
+/**
+ * An erasure's removal of users ($1 the project, $2 the users) from the cells, with the days and weeks they were
+ * active on; before their report_users rows go (their cohorts are read there), in the same transaction.
  */
 export const ERASE_RETENTION = `
 WITH users AS (
@@ -15,23 +52,15 @@ WITH users AS (
   WHERE project_id = $1 AND user_id = ANY($2::bigint[])
 ), days AS (
   SELECT u.user_id, u.first_day, u.campaign, a.day
-  FROM users u JOIN report_active a ON a.project_id = $1 AND a.user_id = u.user_id
-), weeks AS (
-  SELECT DISTINCT user_id, first_day, campaign, ${WEEK('day')} AS week FROM days
-), day_cells AS (
-  UPDATE report_retention t SET users = t.users - x.n
-  FROM (SELECT first_day, day, campaign, count(*) AS n FROM days GROUP BY 1, 2, 3) x
-  WHERE t.project_id = $1 AND t.cohort = x.first_day AND t.day = x.day AND t.campaign = x.campaign
-  RETURNING 1
-), week_cells AS (
-  UPDATE report_retention_weeks t SET users = t.users - x.n
-  FROM (SELECT ${WEEK('first_day')} AS cohort, week, campaign, count(*) AS n FROM weeks GROUP BY 1, 2, 3) x
-  WHERE t.project_id = $1 AND t.cohort = x.cohort AND t.week = x.week AND t.campaign = x.campaign
-  RETURNING 1
-), active_weeks AS (
-  DELETE FROM report_active_weeks w USING weeks x
-  WHERE w.project_id = $1 AND w.week = x.week AND w.user_id = x.user_id
-  RETURNING 1
+  FROM users u JOIN report_active a
+    ON a.project_id = $1 AND a.user_id = u.user_id AND a.day <= u.first_day + ${RETENTION_SPAN}
+)${addToCells(`SELECT $1::uuid AS project_id, first_day AS cohort, day, campaign, -1 AS n FROM days`)}${addToWeekCells(
+  `SELECT DISTINCT $1::uuid AS project_id, first_day AS cohort, ${WEEK('day')} AS week, campaign, -1 AS n, user_id
+   FROM days`,
+)}, active_weeks AS (
+  DELETE FROM report_active_weeks WHERE project_id = $1 AND user_id = ANY($2::bigint[]) RETURNING 1
+), active AS (
+  DELETE FROM report_active WHERE project_id = $1 AND user_id = ANY($2::bigint[]) RETURNING 1
 )
 SELECT (SELECT count(*) FROM users)::int AS users`;
 
@@ -43,8 +72,7 @@ export const retentionCells = (by: 'day' | 'week') => {
   const table = by === 'day' ? 'report_retention' : 'report_retention_weeks';
   const at = by === 'day' ? 'day' : 'week';
   return `
-SELECT cohort::text, ${at}::text AS at, sum(users)::float8 AS users FROM ${table}
+SELECT cohort::text, ${at}::text AS at, users::float8 AS users FROM ${table}
 WHERE project_id = $1 AND cohort >= $2::text::date AND cohort <= $3::text::date AND ${at} <= $3::text::date
-  AND ($4::text IS NULL OR campaign = $4::text)
-GROUP BY 1, 2 HAVING sum(users) <> 0`;
+  AND campaign IS NOT DISTINCT FROM $4::text AND users > 0`;
 };

@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, filedUsers, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, reportsCaughtUp, type TestDatabase } from '../helpers/db.js';
 import { REPORTS_FOLD_LOCK } from '../../src/db/locks.js';
 import { readSummary } from '../../src/pipeline/summary.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
@@ -133,6 +133,8 @@ describe('erasure', () => {
     }
     await expect.poll(async () => (await holdings('2002')).report_users, { timeout: 10_000 }).toBe(1);
     await expect.poll(async () => (await holdings('2001')).report_active, { timeout: 10_000 }).toBeGreaterThan(0);
+    // Everything folded (the rows stored by hand last month too), so the other user's rows stand from here on.
+    await expect.poll(() => reportsCaughtUp(db.sql), { timeout: 10_000 }).toBe(true);
     const before = await holdings('2001');
     const others = await holdings('2002');
     expect(before).toMatchObject({

@@ -29,3 +29,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/** Whether the reports have folded everything committed: no report summary waits, and no row no summary holds. */
+export async function reportsCaughtUp(sql: TestDatabase['sql']): Promise<boolean> {
+  const [r] = await sql<{ waiting: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM report_summaries) OR EXISTS (SELECT 1 FROM events WHERE summarized IS NOT TRUE)
+      AS waiting`;
+  return !r!.waiting;
+}

@@ -10,6 +10,7 @@ import { Metrics } from '../../src/metrics/metrics.js';
 import { DIAGNOSTICS, PLAN_CODES } from '../../src/pipeline/diagnostics.js';
 import { EVENT_TYPES } from '../../src/pipeline/event.js';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
+import { FOLD_VERSION } from '../../src/reports/fold-sql.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -129,6 +130,13 @@ describe('docs/api.md', () => {
         .match(/`[a-z]+`/g)
         ?.map((s) => s.slice(1, -1)) ?? [];
     expect(new Set(listed)).toEqual(new Set(EVENT_TYPES));
+  });
+});
+
+describe('docs/operations.md: rebuilding the report aggregates', () => {
+  it("names this build's fold version, which the watermark's guard asks for", () => {
+    const versions = [...read('docs/operations.md').matchAll(/set_config\('tg_ingest\.fold_version', '(\d+)'/g)];
+    expect(versions.map((m) => m[1])).toEqual([FOLD_VERSION]);
   });
 });
 

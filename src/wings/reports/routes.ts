@@ -174,6 +174,9 @@ export function reportsRoutes(projects: AdminStore, reports: ReportStore, guard:
         const campaign = q.get('campaign');
         if (campaign !== null && [...campaign].length > CAMPAIGN_MAX_CHARS)
           throw new HttpError('bad_request', { message: `campaign is longer than ${CAMPAIGN_MAX_CHARS} characters.` });
+        // No stored campaign holds one (PostgreSQL text cannot), and the query would fail on it.
+        if (campaign?.includes('\u0000'))
+          throw new HttpError('bad_request', { message: 'campaign holds a NUL character.' });
         const r = range(q, DEFAULT_DAYS)!;
         const rows = await reports.retention(await project(req), r, by, campaign);
         return f === 'csv' ? csv(`retention-${by}-${r.from}-${r.to}`, retentionCsv(rows)) : { status: 200, body: rows };
