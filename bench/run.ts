@@ -119,8 +119,8 @@ async function main(): Promise<void> {
     const extraEnv = JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>;
     // b-large and its variants, each on a fresh table, compared with b-large of the same run.
     const conns = Number(process.env.BENCH_LARGE_CONNECTIONS ?? 8);
-    // b-large-reports and its b-large rounds warm up past the aggregator's first fold (see below): its interval, 4 s.
-    const reportsWarmupS = Math.max(warmupS, 10 + 4);
+    // b-large-reports and its b-large rounds warm up past the aggregator's first folds over a fresh table (see below).
+    const reportsWarmupS = Math.max(warmupS, 14);
     const largeVariants = [
       // The report aggregator off (it folds once at start, then hourly): b-large-reports measures what it costs.
       ['b-large', `b-large (bot_api, 1000-event batches, ${conns} conn)`, { env: { REPORTS_EVERY_MS: '3600000' } }],
@@ -190,9 +190,9 @@ async function main(): Promise<void> {
       const cpuRatios: number[] = [];
       const cpu = (f: Figures) => ((f.serverCores + f.postgresCores) * 1e6) / f.eventsPerS;
       const runs: Figures[] = [];
-      // Both warm up past the aggregator's first fold (10 s in, over a fresh table: every user new to report_active
-      // and report_users, as on a UTC day's first window, ~0.4 s of PostgreSQL for 8,000 users), so that the window
-      // measured holds one fold as the rest of a day's do.
+      // Both warm up past the aggregator's first folds (over a fresh table: every user new to report_active and
+      // report_users, as on a UTC day's first folds, ~0.4 s of PostgreSQL for 8,000 users), so that the window
+      // measured holds folds as the rest of a day's are.
       const warm = { warmupS: reportsWarmupS };
       for (let r = 0; r < rounds; r++) {
         const pair: Figures[] = [];

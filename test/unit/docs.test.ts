@@ -133,6 +133,14 @@ describe('docs/api.md', () => {
   });
 });
 
+describe("README.md's first event", () => {
+  it('is dated now, so it shows in the reports the page and the CLI open on', () => {
+    const first = section(readme, '## A first event').join('\n');
+    const dates = [...first.matchAll(/"eventDate":"([^"]*)"/g)].map((m) => m[1]);
+    expect(dates).toEqual(['\'"$(date -u +%FT%TZ)"\'']);
+  });
+});
+
 describe('docs/operations.md: rebuilding the report aggregates', () => {
   it("names this build's fold version, which the watermark's guard asks for", () => {
     const versions = [...read('docs/operations.md').matchAll(/set_config\('tg_ingest\.fold_version', '(\d+)'/g)];
