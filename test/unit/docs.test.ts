@@ -136,8 +136,8 @@ describe('docs/api.md', () => {
 describe("README.md's first event", () => {
   it('is dated now, so it shows in the reports the page and the CLI open on', () => {
     const first = section(readme, '## A first event').join('\n');
-    const dates = [...first.matchAll(/"eventDate":"([^"]*)"/g)].map((m) => m[1]);
-    expect(dates).toEqual(['\'"$(date -u +%FT%TZ)"\'']);
+    expect(first).toContain(`"eventDate":"'"$(date -u +%FT%TZ)"'"`);
+    expect(first).not.toMatch(/"eventDate":"\d/);
   });
 });
 
