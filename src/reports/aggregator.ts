@@ -59,6 +59,8 @@ const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
 /** Folds in a row that found the watermark locked before a warning (and again each as many more). */
 const LOCK_MISSES_WARN = 60;
+/** What a fold's transaction answers when an older build holds the advisory lock. */
+const LOCK_MISSED = Symbol('lock missed');
 
 export interface AggregatorOptions {
   everyMs: number;
@@ -154,7 +156,7 @@ export class ReportAggregator {
     // What the fold filed, told to this.filed once its transaction has committed.
     let afterCommit: (() => void | Promise<void>) | null = null;
     let locked = false;
-    let result: FoldResult | null;
+    let result: FoldResult | null | typeof LOCK_MISSED;
     try {
       result = (await this.sql.begin('isolation level repeatable read', async (tx) => {
         // First, before any statement takes the snapshot: an erasure that held the lock has committed by then, and
@@ -162,7 +164,11 @@ export class ReportAggregator {
         await tx`LOCK TABLE report_watermark IN EXCLUSIVE MODE NOWAIT`;
         locked = true;
         const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
-        if (!lock?.ok) return null;
+        if (!lock?.ok) {
+          // An older build's fold or erasure.
+          locked = false;
+          return LOCK_MISSED;
+        }
         // The version lets the watermark move (migration 10's guard); `folding` leaves this transaction's own changes
         // to report_users and report_active uncounted by migration 13's triggers.
         await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true), set_config('tg_ingest.folding', 'on', true)`;
@@ -183,18 +189,10 @@ export class ReportAggregator {
         if (r === null) return null;
         await tx`UPDATE report_watermark SET folds = folds + 1`;
         return r;
-      })) as FoldResult | null;
+      })) as FoldResult | null | typeof LOCK_MISSED;
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (!locked && code === LOCK_NOT_AVAILABLE) {
-        this.lockMisses++;
-        if (this.lockMisses % LOCK_MISSES_WARN === 0)
-          this.log.warn(
-            { tries: this.lockMisses },
-            'the reports have not folded for a while: report_watermark is locked (a hand edit of the report tables left open?)',
-          );
-        return null;
-      }
+      if (!locked && code === LOCK_NOT_AVAILABLE) return this.missedLock();
       // Another transaction changed a row this fold read (an erasure deleting events it had not folded yet): the
       // fold is undone whole and the next one reads them as they are; no reason to make folds smaller.
       if (code === SERIALIZATION_FAILURE) {
@@ -203,6 +201,7 @@ export class ReportAggregator {
       }
       throw err;
     }
+    if (result === LOCK_MISSED) return this.missedLock();
     this.lockMisses = 0;
     await (afterCommit as (() => void | Promise<void>) | null)?.();
     if (result === null) return null;
@@ -212,6 +211,17 @@ export class ReportAggregator {
     else if (result.rows > TARGET_ROWS * 2) this.step = Math.max(MIN_STEP_MS, this.step / 2);
     else if (result.rows < TARGET_ROWS / 2) this.step = Math.min(MAX_STEP_MS, this.step * 2);
     return result;
+  }
+
+  /** A fold that found the lock held: counted, and warned of when it keeps happening. */
+  private missedLock(): null {
+    this.lockMisses++;
+    if (this.lockMisses % LOCK_MISSES_WARN === 0)
+      this.log.warn(
+        { tries: this.lockMisses },
+        'the reports have not folded for a while: report_watermark is locked (a hand edit of the report tables left open?)',
+      );
+    return null;
   }
 
   /** BRIN summaries of the partitions a window of the table reads (SUMMARIZE). */
@@ -234,7 +244,8 @@ export class ReportAggregator {
    * for at most HOLD_BACK_MAX.
    */
   private async foldHistory(tx: Tx, wm: Watermark): Promise<FoldResult | null> {
-    const until = Math.min(wm.since, wm.now - this.opts.historyLagMs);
+    // Whole milliseconds, as windows end: a window that reached it is not behind.
+    const until = Math.floor(Math.min(wm.since, wm.now - this.opts.historyLagMs));
     let from = wm.at === null ? '-infinity' : new Date(wm.at).toISOString();
     if (wm.at === null) {
       // The first run: from the oldest stored event (the oldest partition that holds one, read once). Stepping

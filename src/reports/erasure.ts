@@ -95,12 +95,7 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     return rows.length === 0 ? { phase: 'reports' } : { phase: 'summaries', after: rows.at(-1)!.id, until };
   }
   if (s.phase === 'reports') {
-    // All in one transaction: their cells (read through report_users, before it goes), the days and weeks they were
-    // active, then who they were. Were the days left for later, a fold meanwhile (their events kept coming: no
-    // suppression) would take them for a new user and count a day twice.
-    await tx.unsafe(ERASE_RETENTION, [j.projectId, ids]);
-    await tx`DELETE FROM report_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
-    await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+    await eraseFromReports(tx, j.projectId, ids);
     return { phase: 'sessions' };
   }
   if (s.phase === 'sessions') {
@@ -109,9 +104,20 @@ async function step(tx: Tx, j: ErasureJob, s: Step, log: Logger): Promise<Erasur
     await tx`DELETE FROM report_session_users WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
     return null;
   }
-  // report_active: where an erasure an older build began resumes (that build left the days for steps of their own;
-  // this one takes them with the cells). Found by the user since migration 18.
-  await tx`DELETE FROM report_active WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
-  await tx`DELETE FROM report_active_weeks WHERE project_id = ${j.projectId} AND user_id = ANY(${ids}::bigint[])`;
+  // report_active: where an erasure an older build began resumes. That build took report_users before the days;
+  // the user may have come back and been folded since, as a new user with cells: all of it goes, as in `reports`.
+  await eraseFromReports(tx, j.projectId, ids);
   return { phase: 'sessions' };
+}
+
+/**
+ * Who the users were to the reports, in one transaction: their retention cells (read through report_users, before it
+ * goes), the days and weeks they were active, first day and campaign; their payments stay counted, without them. Were
+ * the days left for a later step, a fold meanwhile (their events may keep coming: no suppression) would take them for
+ * a new user and count a day twice.
+ */
+async function eraseFromReports(tx: Tx, projectId: string, ids: string[]): Promise<void> {
+  await tx.unsafe(ERASE_RETENTION, [projectId, ids]);
+  await tx`DELETE FROM report_users WHERE project_id = ${projectId} AND user_id = ANY(${ids}::bigint[])`;
+  await tx`UPDATE report_payments SET user_id = NULL WHERE project_id = ${projectId} AND user_id = ANY(${ids}::bigint[])`;
 }

@@ -109,12 +109,10 @@ export class ReportStore {
   ): Promise<RetentionRow[]> {
     const first = by === 'day' ? range.from : mondayOf(range.from);
     const last = by === 'day' ? range.to : mondayOf(range.to);
-    const cells = await this.sql.unsafe<{ cohort: string; at: string; users: number }[]>(retentionCells(by), [
-      projectId,
-      first,
-      last,
-      campaign,
-    ]);
+    const cells = await this.sql.unsafe<{ cohort: string; at: string; users: number }[]>(
+      retentionCells(by, campaign !== null),
+      campaign === null ? [projectId, first, last] : [projectId, first, last, campaign],
+    );
     const byCohort = new Map<string, Map<string, number>>();
     for (const c of cells) {
       let row = byCohort.get(c.cohort);

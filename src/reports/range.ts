@@ -3,6 +3,7 @@
 export const MAX_REPORT_DAYS = 366;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
+const FIRST_DAY_MS = Date.parse('0001-01-01T00:00:00Z');
 
 export interface DayRange {
   from: string;
@@ -30,7 +31,9 @@ export function dayRange(query: URLSearchParams, today: Date, defaultDays: numbe
   const todayMs = Date.parse(`${today.toISOString().slice(0, 10)}T00:00:00Z`);
   const toMs = t === null ? todayMs : parseDay(t);
   if (toMs === null) return { ok: false, message: `to must be a date as YYYY-MM-DD, got "${t!.slice(0, 40)}"` };
-  const fromMs = f === null ? toMs - ((defaultDays ?? MAX_REPORT_DAYS) - 1) * DAY_MS : parseDay(f);
+  // A default start is never before year 1 (PostgreSQL has no year 0).
+  const fromMs =
+    f === null ? Math.max(FIRST_DAY_MS, toMs - ((defaultDays ?? MAX_REPORT_DAYS) - 1) * DAY_MS) : parseDay(f);
   if (fromMs === null) return { ok: false, message: `from must be a date as YYYY-MM-DD, got "${f!.slice(0, 40)}"` };
   if (fromMs > toMs) return { ok: false, message: 'from is after to' };
   const days = (toMs - fromMs) / DAY_MS + 1;

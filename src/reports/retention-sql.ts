@@ -26,7 +26,7 @@ export const addToCells = (rows: string) => `
   SELECT project_id, cohort, day, c, sum(n) FROM (${rows}) x CROSS JOIN LATERAL (VALUES (x.campaign), (NULL)) v(c)
   WHERE day - cohort BETWEEN 0 AND ${RETENTION_DAYS}
   GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
-  ON CONFLICT (project_id, cohort, day, campaign) DO UPDATE SET users = t.users + excluded.users
+  ON CONFLICT (project_id, campaign, cohort, day) DO UPDATE SET users = t.users + excluded.users
   RETURNING 1
 )`;
 
@@ -38,7 +38,7 @@ export const addToWeekCells = (rows: string) => `
   CROSS JOIN LATERAL (VALUES (x.campaign), (NULL)) v(c)
   WHERE week - ${WEEK('cohort')} BETWEEN 0 AND ${RETENTION_WEEK_DAYS}
   GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
-  ON CONFLICT (project_id, cohort, week, campaign) DO UPDATE SET users = t.users + excluded.users
+  ON CONFLICT (project_id, campaign, cohort, week) DO UPDATE SET users = t.users + excluded.users
   RETURNING 1
 )`;
 
@@ -65,14 +65,14 @@ WITH users AS (
 SELECT (SELECT count(*) FROM users)::int AS users`;
 
 /**
- * The cells of cohorts from $2 to $3 ($1 the project), by day or by week (`by`), of one campaign ($4, '' for none)
- * or of all (NULL): a row a cohort and a day (week) with users.
+ * The cells of cohorts from $2 to $3 ($1 the project), by day or by week (`by`), of one campaign ($4, '' for none;
+ * `one`) or of all (the NULL rows): a row a cohort and a day (week) with users, read by the unique index's prefix.
  */
-export const retentionCells = (by: 'day' | 'week') => {
+export const retentionCells = (by: 'day' | 'week', one: boolean) => {
   const table = by === 'day' ? 'report_retention' : 'report_retention_weeks';
   const at = by === 'day' ? 'day' : 'week';
   return `
 SELECT cohort::text, ${at}::text AS at, users::float8 AS users FROM ${table}
-WHERE project_id = $1 AND cohort >= $2::text::date AND cohort <= $3::text::date AND ${at} <= $3::text::date
-  AND campaign IS NOT DISTINCT FROM $4::text AND users > 0`;
+WHERE project_id = $1 AND ${one ? 'campaign = $4::text' : 'campaign IS NULL'}
+  AND cohort >= $2::text::date AND cohort <= $3::text::date AND ${at} <= $3::text::date AND users > 0`;
 };

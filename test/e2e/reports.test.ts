@@ -702,6 +702,9 @@ describe('reports', () => {
       (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/daily?from=0001-01-01&to=0001-01-02`))
         .status,
     ).toBe(200);
+    // A default start that would fall before year 1 starts on its first day.
+    const early = await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/daily?to=0001-01-05`);
+    expect([early.status, early.body.map((d: { day: string }) => d.day)[0]]).toEqual([200, '0001-01-01']);
     expect((await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/revenue?by=week`)).status).toBe(400);
     for (const limit of ['0', '1001', '1.5', 'x'])
       expect(

@@ -10,15 +10,16 @@ LOCK TABLE report_watermark IN EXCLUSIVE MODE;
 -- The retention report's cells, kept as events are folded (src/reports/retention-sql.ts): the users of a cohort
 -- (their first day, and their first campaign, '' for none) active on a day, and, a user counted once a week, in an
 -- ISO week (weeks by their Monday); each under its campaign and under NULL (every campaign). Only cells up to 366
--- days (53 weeks) from their cohort, as far as a report reaches. A fold that moves a user's first day back, or learns
--- their first campaign, moves their cells; an erasure takes them out.
+-- days (53 weeks) from their cohort, as far as a report reaches; keyed by campaign first, so a report reads its
+-- campaign's (or every campaign's) cells alone. A fold that moves a user's first day back, or learns their first
+-- campaign, moves their cells; an erasure takes them out.
 CREATE TABLE report_retention (
   project_id uuid NOT NULL,
   cohort     date NOT NULL,
   day        date NOT NULL,
   campaign   text,
   users      bigint NOT NULL DEFAULT 0,
-  UNIQUE NULLS NOT DISTINCT (project_id, cohort, day, campaign)
+  UNIQUE NULLS NOT DISTINCT (project_id, campaign, cohort, day)
 );
 CREATE TABLE report_retention_weeks (
   project_id uuid NOT NULL,
@@ -26,7 +27,7 @@ CREATE TABLE report_retention_weeks (
   week       date NOT NULL,
   campaign   text,
   users      bigint NOT NULL DEFAULT 0,
-  UNIQUE NULLS NOT DISTINCT (project_id, cohort, week, campaign)
+  UNIQUE NULLS NOT DISTINCT (project_id, campaign, cohort, week)
 );
 -- The weeks a user was active in: a week counts a user once, whatever their days in it.
 CREATE TABLE report_active_weeks (
