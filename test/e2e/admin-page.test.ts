@@ -886,6 +886,11 @@ describe('admin page', () => {
   it('reports: charts, totals and campaigns match the API, a range can be chosen, CSV downloads, sections are linkable', async () => {
     const own = await provision(srv.url);
     const day = (back: number) => new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
+    // An empty project says what to send, rather than showing empty grids.
+    await openProject(own.projectId);
+    await expect.poll(() => byTestId('reports-status').textContent()).toContain(`to ${day(0)}`);
+    expect(await byTestId('reports-empty').isVisible()).toBe(true);
+    expect(await byTestId('reports-empty').textContent()).toContain('POST /tg');
     const at = (back: number, hh = '10') => `${day(back)}T${hh}:00:00Z`;
     const start = (user: string, back: number, param: string) =>
       serverEvent({
@@ -951,6 +956,13 @@ describe('admin page', () => {
 
     await openProject(own.projectId);
     await expect.poll(() => byTestId('reports-status').textContent()).toContain(`${day(29)} to ${day(0)}`);
+    await expect.poll(() => byTestId('reports-empty').isVisible()).toBe(false);
+    // Legends show the range's last day until a point is hovered, never placeholders.
+    const legend = await page.locator('[data-testid="report-events"] .u-legend .u-value').allTextContents();
+    expect(legend[0]).toBe(day(0));
+    expect(legend.every((v) => v !== '' && v !== '--')).toBe(true);
+    const users = await page.locator('[data-testid="report-users"] .u-legend .u-value').allTextContents();
+    expect(users).toEqual([day(0), String(daily.at(-1).activeUsers), String(daily.at(-1).newUsers)]);
     const sum = (k: 'events' | 'newUsers') => daily.reduce((n: number, d: Record<string, number>) => n + d[k]!, 0);
     expect(await byTestId('report-events-total').getAttribute('data-value')).toBe(String(sum('events')));
     expect(await byTestId('report-users-total').getAttribute('data-value')).toBe(String(sum('newUsers')));

@@ -25,10 +25,26 @@ const DAY_S = 86_400;
  * @typedef {{ cohort: string, users: number, retained: number[] }} RetentionRow
  * @typedef {{ destroy(): void, setSize(size: { width: number, height: number }): void, height: number }} Chart
  */
+/**
+ * The point a legend shows: the one hovered, else the range's last day (a legend of placeholders until hovered told
+ * nothing). @param {{ data: (number | null)[][] }} u @param {number | null} k
+ */
+const shownAt = (u, k) => k ?? Math.max(0, (u.data[0]?.length ?? 1) - 1);
+/** A line's value in the legend, as a whole number. */
+const LINE_VALUE = {
+  /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} si @param {number | null} k */
+  value: (u, _v, si, k) => {
+    const v = u.data[si]?.[shownAt(u, k)];
+    return v === null || v === undefined ? '–' : fmt(v);
+  },
+};
 /** The x series of every chart: a day, shown as its date in the legend. */
 const DAY_SERIES = {
-  /** @param {unknown} _u @param {number | null} v */
-  value: (_u, v) => (v === null ? '' : new Date(v * 1000).toISOString().slice(0, 10)),
+  /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+  value: (u, _v, _si, k) => {
+    const t = u.data[0]?.[shownAt(u, k)];
+    return t === null || t === undefined ? '' : new Date(t * 1000).toISOString().slice(0, 10);
+  },
 };
 /** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 const DAY_AXIS = {
@@ -58,6 +74,7 @@ export function resetReports() {
   $('retention-head').replaceChildren();
   $('retention-body').replaceChildren();
   $('reports-status').textContent = '';
+  $('reports-empty').hidden = true;
   for (const id of ['report-events-total', 'report-users-total', 'report-revenue-total', 'report-sessions-total'])
     $(id).textContent = '';
 }
@@ -132,8 +149,8 @@ function stackedBars(xs, bands, target, height, yAxis = {}) {
           stroke: bands[i]?.color,
           fill: bands[i]?.color,
           paths: uPlot.paths.bars({ size: [0.8, 40] }),
-          /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
-          value: (_u, _v, _si, k) => (k === null ? '' : fmt(bands[i]?.values[k])),
+          /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+          value: (u, _v, _si, k) => fmt(bands[i]?.values[shownAt(u, k)] ?? 0),
         })),
       ],
       axes: [DAY_AXIS, yAxis],
@@ -167,6 +184,8 @@ function draw(daily, revenue, campaigns) {
   const totalEvents = daily.reduce((n, d) => n + d.events, 0);
   $('report-events-total').textContent = `${fmt(totalEvents)} events`;
   $('report-events-total').setAttribute('data-value', String(totalEvents));
+  // No events: what to send, not an empty grid.
+  $('reports-empty').hidden = totalEvents > 0;
 
   charts.push(
     new uPlot(
@@ -175,8 +194,8 @@ function draw(daily, revenue, campaigns) {
         height: 200,
         series: [
           DAY_SERIES,
-          { label: 'active users', stroke: '#1f6feb', width: 2 },
-          { label: 'new users', stroke: '#2da44e', width: 2 },
+          { label: 'active users', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
+          { label: 'new users', stroke: '#2da44e', width: 2, ...LINE_VALUE },
         ],
         axes: [DAY_AXIS, {}],
         scales: { x: { time: true } },
@@ -202,8 +221,8 @@ function draw(daily, revenue, campaigns) {
               label: r.currency,
               stroke: COLORS[i % COLORS.length],
               width: 2,
-              /** @param {unknown} _u @param {unknown} _v @param {number} _si @param {number | null} k */
-              value: (_u, _v, _si, k) => (k === null ? '' : formatMoney(r.days[k]?.netAmount, r.currency)),
+              /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+              value: (u, _v, _si, k) => formatMoney(r.days[shownAt(u, k)]?.netAmount ?? 0, r.currency),
             })),
           ],
           axes: [DAY_AXIS, {}],
@@ -271,8 +290,8 @@ function drawSessions(rows) {
         height: 160,
         series: [
           DAY_SERIES,
-          { label: 'median length, s', stroke: '#1f6feb', width: 2 },
-          { label: '90th percentile, s', stroke: '#8250df', width: 2 },
+          { label: 'median length, s', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
+          { label: '90th percentile, s', stroke: '#8250df', width: 2, ...LINE_VALUE },
         ],
         axes: [DAY_AXIS, {}],
         scales: { x: { time: true } },
