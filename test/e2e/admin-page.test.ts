@@ -481,6 +481,7 @@ describe('admin page', () => {
     const sent = await postBotApi(srv.url, own.token, {
       events: [
         payment(1999, 'USD'),
+        { ...payment(500, 'USD'), eventName: 'refunded_payment' },
         payment(1999, 'XTR'),
         payment(big, 'JPY'),
         payment(big, 'JPY'),
@@ -500,6 +501,13 @@ describe('admin page', () => {
         .locator(`[data-testid="revenue-row"][data-currency="${currency}"] [data-testid="revenue-total"]`)
         .textContent();
     await expect.poll(() => total('USD')).toBe('$19.99');
+    // One figure for revenue across the page: net of refunds, as the reports view's, with paid and refunded beside.
+    const cell = (currency: string, id: string) =>
+      page.locator(`[data-testid="revenue-row"][data-currency="${currency}"] [data-testid="${id}"]`).textContent();
+    expect([await cell('USD', 'revenue-net'), await cell('USD', 'revenue-refunded')]).toEqual(['$14.99', '$5.00']);
+    await expect
+      .poll(() => page.locator('[data-testid="report-revenue-net"][data-currency="USD"]').textContent())
+      .toBe('USD net $14.99');
     expect(await total('XTR')).toMatch(/^(1,999 XTR|⭐ 1,999)$/);
     expect(await total('JPY')).toBe('¥18,014,398,509,481,982');
     expect(await total('EUR')).toBe('€180,143,985,094,819.82');

@@ -149,16 +149,23 @@ function renderChart(minutes) {
 async function loadRevenue() {
   const projectId = state.projectId;
   try {
-    /** @type {{ currency: string, totalAmount: unknown }[]} */
+    /** @type {{ currency: string, totalAmount: unknown, refundedAmount: unknown, netAmount: unknown }[]} */
     const rows = await api('GET', `/admin/projects/${projectId}/reports/revenue`);
     if (projectId !== state.projectId) return;
+    // Net first, as the reports view shows it; what was paid and refunded beside it.
     $('revenue-body').replaceChildren(
       ...rows.map((r) =>
         el(
           'tr',
           { 'data-testid': 'revenue-row', 'data-currency': r.currency },
           el('td', { class: 'mono' }, r.currency),
-          el('td', { class: 'num', 'data-testid': 'revenue-total' }, formatMoney(r.totalAmount, r.currency)),
+          el('td', { class: 'num', 'data-testid': 'revenue-net' }, formatMoney(r.netAmount, r.currency)),
+          el('td', { class: 'num muted', 'data-testid': 'revenue-total' }, formatMoney(r.totalAmount, r.currency)),
+          el(
+            'td',
+            { class: 'num muted', 'data-testid': 'revenue-refunded' },
+            formatMoney(r.refundedAmount, r.currency),
+          ),
         ),
       ),
     );
