@@ -52,8 +52,8 @@ const TABLE_PROJECTS = 1_000;
 /** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
 const WRITERS = 'tg-ingest writer %';
 /** How long an open writer transaction can hold a window of history back. */
-const HOLD_BACK_MAX = '10 minutes';
 const HOLD_BACK_MS = 600_000;
+const HOLD_BACK_MAX = `${HOLD_BACK_MS / 1000} seconds`;
 /** lock_not_available: another instance folds, or an erasure or a hand edit holds the watermark. */
 const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
@@ -95,6 +95,8 @@ export class ReportAggregator {
   private stopped = false;
   /** Folds in a row that found the watermark locked. */
   private lockMisses = 0;
+  /** Whether the last fold found no events from before summaries began left to read. */
+  private historyDone = false;
 
   constructor(
     private readonly sql: Sql,
@@ -151,8 +153,9 @@ export class ReportAggregator {
   async fold(): Promise<FoldResult | null> {
     const started = performance.now();
     // Read before the fold's snapshot: a writer that commits after it is still open here, so it holds a window of
-    // history back (read inside, it could be gone from pg_stat_activity and invisible to the snapshot both).
-    const heldNow = await writersStart(this.sql);
+    // history back (read inside, it could be gone from pg_stat_activity and invisible to the snapshot both). Not read
+    // once history is done: a rebuild that brings it back costs one turn.
+    const heldNow = this.historyDone ? null : await writersStart(this.sql);
     // What the fold filed, told to this.filed once its transaction has committed.
     let afterCommit: (() => void | Promise<void>) | null = null;
     let locked = false;
@@ -164,23 +167,21 @@ export class ReportAggregator {
         await tx`LOCK TABLE report_watermark IN EXCLUSIVE MODE NOWAIT`;
         locked = true;
         const [lock] = await tx<{ ok: boolean }[]>`SELECT pg_try_advisory_xact_lock(${REPORTS_FOLD_LOCK}) AS ok`;
-        if (!lock?.ok) {
-          // An older build's fold or erasure.
-          locked = false;
-          return LOCK_MISSED;
-        }
+        // An older build's fold or erasure.
+        if (!lock?.ok) return LOCK_MISSED;
         // The version lets the watermark move (migration 10's guard); `folding` leaves this transaction's own changes
         // to report_users and report_active uncounted by migration 13's triggers.
         await tx`SELECT set_config('tg_ingest.fold_version', ${FOLD_VERSION}, true), set_config('tg_ingest.folding', 'on', true)`;
-        const wm = await readWatermark(tx, heldNow);
+        const wm = await readWatermark(tx);
         // A fold's grouping stays in memory: spilled to disk it cost the fold twice as much (measured).
         await tx`SET LOCAL work_mem = '64MB'`;
         // The planner expects many groups and sorts a million rows on disk; hashed, they fit in a few MB (measured:
         // 3.6 s against 1.4 s for 900,000 events).
         await tx`SET LOCAL enable_sort = off`;
+        const history = wm.since > Number.NEGATIVE_INFINITY && (wm.at === null || wm.at < wm.since);
+        this.historyDone = !history;
         let r: FoldResult | null;
-        if (wm.since > Number.NEGATIVE_INFINITY && (wm.at === null || wm.at < wm.since))
-          r = await this.foldHistory(tx, wm);
+        if (history) r = heldNow === null ? null : await this.foldHistory(tx, wm, heldNow);
         else {
           const f = await this.foldCommits(tx, wm);
           afterCommit = f?.afterCommit ?? null;
@@ -243,9 +244,9 @@ export class ReportAggregator {
    * runs, so its rows are never passed over. Only the service's writers count (a psql session left open does not),
    * for at most HOLD_BACK_MAX.
    */
-  private async foldHistory(tx: Tx, wm: Watermark): Promise<FoldResult | null> {
+  private async foldHistory(tx: Tx, wm: Watermark, heldNow: number): Promise<FoldResult | null> {
     // Whole milliseconds, as windows end: a window that reached it is not behind.
-    const until = Math.floor(Math.min(wm.since, wm.now - this.opts.historyLagMs));
+    const until = Math.floor(Math.min(wm.since, heldNow - this.opts.historyLagMs));
     let from = wm.at === null ? '-infinity' : new Date(wm.at).toISOString();
     if (wm.at === null) {
       // The first run: from the oldest stored event (the oldest partition that holds one, read once). Stepping
@@ -361,7 +362,7 @@ export class ReportAggregator {
     // Folded by windows of time already (an older build's, before the upgrade), or, once those are long past, stamped
     // by an instance whose clock runs far behind: those are lost to the reports.
     if (window.skipped > 0)
-      this.log[wm.now - begins > HOLD_BACK_MS ? 'warn' : 'debug'](
+      this.log[Date.now() - begins > HOLD_BACK_MS ? 'warn' : 'debug'](
         { sections: window.skipped, before: from },
         'report summaries held requests received before the reports began reading summaries: left out',
       );
@@ -470,8 +471,6 @@ interface Watermark {
   at: number | null;
   /** When summaries began (-Infinity: from the start). */
   since: number;
-  /** The database's now before the fold began, held back by the oldest writer transaction then open. */
-  now: number;
   folds: number;
   changed: string;
 }
@@ -489,7 +488,7 @@ async function writersStart(sql: Sql): Promise<number> {
   return r!.now;
 }
 
-async function readWatermark(tx: Tx, now: number): Promise<Watermark> {
+async function readWatermark(tx: Tx): Promise<Watermark> {
   const [wm] = await tx<{ at: number | null; since: number | null; folds: string; changed: string }[]>`
     SELECT users_changed::text AS changed, folds::text,
            CASE WHEN received_before = '-infinity' THEN NULL ELSE extract(epoch FROM received_before) * 1000 END::float8 AS at,
@@ -500,7 +499,6 @@ async function readWatermark(tx: Tx, now: number): Promise<Watermark> {
   return {
     at: wm!.at,
     since: wm!.since ?? Number.NEGATIVE_INFINITY,
-    now,
     folds: Number(wm!.folds),
     changed: wm!.changed,
   };

@@ -2,7 +2,7 @@
 // commits' report summaries with the rows no summary holds), folded into the aggregates in one statement; and the
 // BRIN summaries a window of the table asks for first.
 import { CAMPAIGN_MAX_CHARS, PAYMENT_NAMES } from '../pipeline/summary.js';
-import { addToCells, addToWeekCells, RETENTION_SPAN, WEEK } from './retention-sql.js';
+import { addToCells, RETENTION_SPAN, WEEK } from './retention-sql.js';
 import { HASH_SQL } from './sketch.js';
 
 /** Set in the fold's transaction; migration 10's trigger refuses a watermark moved without it (an older build). */
@@ -183,18 +183,22 @@ WITH base AS MATERIALIZED (
   SELECT DISTINCT project_id, user_id, ${WEEK('day')} FROM new_days
   ON CONFLICT DO NOTHING
   RETURNING project_id, week, user_id
-)${addToCells(`
+)${addToCells(
+  'day',
+  `
   SELECT project_id, cohort, day, campaign, 1 AS n FROM new_days
   UNION ALL SELECT project_id, cohort, day, campaign, 1 FROM moved_days
-  UNION ALL SELECT project_id, old_day, day, old_campaign, -1 FROM moved_days`)}${addToWeekCells(`
+  UNION ALL SELECT project_id, old_day, day, old_campaign, -1 FROM moved_days`,
+)}, moved_weeks AS (
+  SELECT DISTINCT project_id, user_id, cohort, campaign, old_day, old_campaign, ${WEEK('day')} AS week FROM moved_days
+)${addToCells(
+  'week',
+  `
   SELECT w.project_id, c.cohort, w.week, c.campaign, 1 AS n
   FROM new_weeks w JOIN cohorts c USING (project_id, user_id)
-  UNION ALL
-  SELECT project_id, cohort, week, campaign, 1
-  FROM (SELECT DISTINCT project_id, user_id, cohort, campaign, ${WEEK('day')} AS week FROM moved_days) m
-  UNION ALL
-  SELECT project_id, old_day, week, old_campaign, -1
-  FROM (SELECT DISTINCT project_id, user_id, old_day, old_campaign, ${WEEK('day')} AS week FROM moved_days) m`)}, pay AS (
+  UNION ALL SELECT project_id, cohort, week, campaign, 1 FROM moved_weeks
+  UNION ALL SELECT project_id, old_day, week, old_campaign, -1 FROM moved_weeks`,
+)}, pay AS (
   -- Payments as the revenue report always counted them (bot_api, once per charge id), and refunds alike.
   INSERT INTO report_payments (project_id, kind, charge_key, currency, amount, day, user_id)
   SELECT DISTINCT ON (project_id, kind, charge_key) project_id, kind, charge_key, currency, amount, day, user_id

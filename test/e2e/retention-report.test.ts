@@ -3,8 +3,8 @@
 // day, cohorts by ISO week, one campaign's cohorts, an erasure that takes a user out, CSV, and the refusals.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin, call, postBotApi, provision, type Provisioned } from '../helpers/api.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { admin, call, eraseAndWait, postBotApi, provision, type Provisioned } from '../helpers/api.js';
+import { createTestDatabase, reportsCaughtUp, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
 
 let db: TestDatabase;
@@ -18,8 +18,6 @@ interface Sent {
 }
 /** Every stored event, in the order sent (each request folded before the next); an erased user's taken out. */
 const stored: Sent[] = [];
-/** Events stored so far: the reports' counts by type keep an erased user's. */
-let storedEver = 0;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -49,13 +47,7 @@ async function send(events: Sent[]): Promise<void> {
   }));
   expect((await postBotApi(srv.url, p.token, { events: body })).status).toBe(202);
   stored.push(...events);
-  storedEver += events.length;
-  const total = async () => {
-    const [{ n }] = await db.sql<{ n: number }[]>`
-      SELECT coalesce(sum(events), 0)::int AS n FROM report_day_types WHERE project_id = ${p.projectId}`;
-    return n;
-  };
-  await expect.poll(total, { timeout: 10_000 }).toBe(storedEver);
+  await expect.poll(() => reportsCaughtUp(db.sql), { timeout: 10_000 }).toBe(true);
 }
 
 /** The report as its definition gives it, from `stored`. */
@@ -137,11 +129,7 @@ describe('the retention report', () => {
     });
 
     // An erasure takes 9005 out of every cell.
-    const erasure = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: ['9005'] });
-    expect(erasure.status).toBe(202);
-    const status = async () =>
-      (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${erasure.body.erasureId}`)).body.status;
-    await expect.poll(status, { timeout: 30_000 }).toBe('done');
+    await eraseAndWait(srv.url, p.projectId, ['9005']);
     stored.splice(0, stored.length, ...stored.filter((e) => e.user !== '9005'));
     for (const by of ['day', 'week'] as const)
       expect((await report(`from=${from}&to=${to}&by=${by}`)).body).toEqual(expected(from, to, by));
@@ -223,9 +211,7 @@ describe('the retention report after an upgrade', () => {
         platformUserId: user,
       }));
       expect((await postBotApi(s.url, q.token, { events })).status).toBe(202);
-      const folded = async () =>
-        (await d.sql<{ n: number }[]>`SELECT coalesce(sum(events), 0)::int AS n FROM report_day_types`)[0]!.n;
-      await expect.poll(folded, { timeout: 10_000 }).toBe(5);
+      await expect.poll(() => reportsCaughtUp(d.sql), { timeout: 10_000 }).toBe(true);
       await s.stop();
       // The database as the build before retention left it.
       await d.sql.begin(async (tx) => {

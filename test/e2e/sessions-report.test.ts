@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportStore } from '../../src/reports/queries.js';
-import { admin, call, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
+import { admin, call, eraseAndWait, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { type RunningServer, startServer } from '../helpers/server.js';
@@ -116,13 +116,7 @@ function expected(from: string, to: string) {
 const KNOWN = ['android', 'android_x', 'ios', 'macos', 'tdesktop', 'weba', 'webk', 'unigram', 'web', 'unknown'];
 
 /** Erases a user and waits until the erasure is done. */
-async function erase(user: number): Promise<void> {
-  const r = await admin(srv.url, 'POST', `/admin/projects/${p.projectId}/erasures`, { userIds: [String(user)] });
-  expect(r.status).toBe(202);
-  const status = async () =>
-    (await admin(srv.url, 'GET', `/admin/projects/${p.projectId}/erasures/${r.body.erasureId}`)).body.status;
-  await expect.poll(status, { timeout: 30_000 }).toBe('done');
-}
+const erase = (user: number) => eraseAndWait(srv.url, p.projectId, [String(user)]);
 
 const report = async (query: string) =>
   admin(srv.url, 'GET', `/admin/projects/${p.projectId}/reports/sessions?${query}`);

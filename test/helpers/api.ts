@@ -138,3 +138,12 @@ export async function filedUsers(base: string): Promise<{ hits: number; misses: 
     );
   return { hits: count('hit'), misses: count('miss') };
 }
+
+/** Asks for an erasure of the users and waits until it is done. */
+export async function eraseAndWait(base: string, projectId: string, userIds: string[]): Promise<void> {
+  const r = await admin(base, 'POST', `/admin/projects/${projectId}/erasures`, { userIds });
+  expect(r.status).toBe(202);
+  const status = async () =>
+    (await admin(base, 'GET', `/admin/projects/${projectId}/erasures/${r.body.erasureId}`)).body.status;
+  await expect.poll(status, { timeout: 30_000 }).toBe('done');
+}

@@ -89,8 +89,9 @@ function lastDays(days) {
   return { from: isoDay(from), to: isoDay(to) };
 }
 
-/** A slower answer for a range chosen earlier is not drawn over a later one. */
+/** A slower answer for a range chosen earlier is not drawn over a later one; nor for a grouping of retention. */
 const reportsRequest = latestOnly();
+const retentionRequest = latestOnly();
 
 /** @param {DayRange} [range] */
 export async function loadReports(range = shown ?? lastDays(Number($('report-days').value) || 30)) {
@@ -310,7 +311,7 @@ const retentionBy = () => ($('retention-by').value === 'day' ? 'day' : 'week');
  * cell's title). @param {RetentionRow[]} rows
  */
 function drawRetention(rows) {
-  const width = rows[0]?.retained.length ?? 0;
+  const columns = rows[0]?.retained.length ?? 0;
   const unit = retentionBy() === 'day' ? 'Day' : 'Week';
   $('retention-head').replaceChildren(
     el(
@@ -318,7 +319,7 @@ function drawRetention(rows) {
       {},
       el('th', { scope: 'col' }, 'Cohort'),
       el('th', { scope: 'col', class: 'num' }, 'Users'),
-      ...Array.from({ length: width }, (_, k) => el('th', { scope: 'col', class: 'num' }, `${unit} ${k}`)),
+      ...Array.from({ length: columns }, (_, k) => el('th', { scope: 'col', class: 'num' }, `${unit} ${k}`)),
     ),
   );
   $('retention-body').replaceChildren(
@@ -375,8 +376,20 @@ export function startReports() {
   new ResizeObserver(() => {
     for (const c of charts) c.setSize({ width: width(), height: c.height });
   }).observe($('reports'));
+  // Another grouping: the retention table alone is asked for again.
   $('retention-by').addEventListener('change', () => {
-    if (shown !== null) loadReports(shown);
+    const projectId = state.projectId;
+    const range = shown;
+    if (range === null) return;
+    const current = retentionRequest();
+    api('GET', `/admin/projects/${projectId}/reports/retention?from=${range.from}&to=${range.to}&by=${retentionBy()}`)
+      .then((/** @type {RetentionRow[]} */ rows) => {
+        if (projectId === state.projectId && current()) drawRetention(rows);
+      })
+      .catch((err) => {
+        if (!isSignedOutError(err))
+          $('reports-status').textContent = `The reports could not be loaded: ${describe(err)}`;
+      });
   });
   for (const report of ['daily', 'revenue', 'campaigns', 'sessions', 'retention'])
     $(`report-csv-${report}`).addEventListener('click', () =>
