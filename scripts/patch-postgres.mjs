@@ -7,6 +7,13 @@
 // service in two runs of three. With the patch the write's queries are rejected with CONNECTION_CLOSED, which the
 // service already answers with 503, and the buffered bytes are dropped, never sent on the next connection.
 //
+//
+// A second defect, of COPY ... TO STDOUT (`.readable()`, which the lake's export reads): a chunk pushed into a full
+// stream pauses the socket, and the stream's next read resumes it; when that chunk is the last, and the end of the
+// copy arrives in the same packet, the stream ends with the socket still paused, and the connection's next query
+// never gets its answer (seen here: an export of a few thousand rows hung on the statement after it). The end of the
+// copy resumes the socket.
+//
 // Each edit is applied only to the exact text it expects and is idempotent; a driver whose text differs (a new
 // version) fails the install loudly, so the patch is reviewed again rather than silently lost.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -27,6 +34,10 @@ const EDITS = [
   [
     '    clearImmediate(nextWriteTimer)\n    socket.removeListener(\'data\', data)',
     `    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null ${MARK}\n    socket.removeListener('data', data)`,
+  ],
+  [
+    '  function CopyDone() {\n    stream && stream.push(null)\n    stream = null\n  }',
+    `  function CopyDone() {\n    stream && stream.push(null)\n    stream = null\n    socket.resume() /* tg-ingest: copy-out ends with the socket paused */\n  }`,
   ],
 ];
 

@@ -9,6 +9,7 @@ import type { Logger } from '../base/log.js';
 import { openApiDocument } from '../openapi/document.js';
 import { adminWing } from '../wings/admin/wing.js';
 import { ingestionWing } from '../wings/ingestion/wing.js';
+import { lakeWing } from '../wings/lake/wing.js';
 import { operationsWing } from '../wings/operations/wing.js';
 import { privacyWing } from '../wings/privacy/wing.js';
 import { qualityWing } from '../wings/quality/wing.js';
@@ -48,6 +49,7 @@ function wings(s: Shared, closing: () => boolean): Wing[] {
     adminWing(s),
     qualityWing(s),
     reportsWing(s),
+    lakeWing(s),
     privacyWing(s),
     ingestionWing(s, closing),
     sdkWing(),

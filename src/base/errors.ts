@@ -58,6 +58,7 @@ export const ERRORS = {
     message: 'Too many failed authentication attempts; retry after the delay in Retry-After.',
   },
   messenger_bot_id_taken: { status: 409, message: 'Another bot already has this messengerBotId.' },
+  lake_off: { status: 409, message: 'The lake is off (EXPORT_DIR=none): funnels read it.' },
   // 5xx: the service's side; retrying later is safe because events are deduplicated by eventId.
   internal: { status: 500, message: 'Internal error.' },
   overloaded: {
@@ -67,6 +68,10 @@ export const ERRORS = {
   unavailable: {
     status: 503,
     message: 'The service is temporarily unavailable; retry after the delay in Retry-After.',
+  },
+  funnel_timeout: {
+    status: 503,
+    message: 'The funnel took longer than FUNNEL_TIMEOUT_MS; a shorter range or fewer steps answer sooner.',
   },
   shutting_down: { status: 503, message: 'The service is restarting; retry after the delay in Retry-After.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -68,6 +68,17 @@ export interface Config {
   reportsEveryMs: number;
   /** Users an erasure deletes from one events partition per transaction. */
   erasureUsersPerStep: number;
+  /** The lake's directory (EXPORT_DIR); null: no lake, and no funnels. */
+  exportDir: string | null;
+  /** How often rows stored since the last export are written to the lake. */
+  exportEveryMs: number;
+  /** Rows one lake file set holds at most: what one export reads into memory and a temporary file. */
+  exportMaxRows: number;
+  /** Threads and memory of the columnar engine that writes the lake and answers funnels. */
+  lakeThreads: number;
+  lakeMemoryMb: number;
+  /** How long a funnel may take before it answers 503. */
+  funnelTimeoutMs: number;
   quarantineRetentionDays: number;
   /** How often the quarantine's bounds are enforced. */
   quarantinePruneEveryMs: number;
@@ -196,6 +207,13 @@ export function dataDir(env: Env = process.env): string {
   return resolve(raw(env, 'DATA_DIR') ?? './.data');
 }
 
+/** The lake's directory: EXPORT_DIR, by default DATA_DIR/lake; `none` turns the lake off. */
+function exportDir(env: Env): string | null {
+  const v = raw(env, 'EXPORT_DIR');
+  if (v === 'none') return null;
+  return resolve(v ?? join(dataDir(env), 'lake'));
+}
+
 /** What the admin CLI reads: where the service keeps its files and how to reach it. */
 export function readCliEnv(env: Env = process.env) {
   const adminToken = raw(env, 'ADMIN_TOKEN') ?? null;
@@ -286,6 +304,12 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     quarantineRetentionDays: integer(env, 'QUARANTINE_RETENTION_DAYS', 7, 1, 3650),
     reportsEveryMs: integer(env, 'REPORTS_EVERY_MS', 1000, 100, 3_600_000),
     erasureUsersPerStep: integer(env, 'ERASURE_USERS_PER_STEP', 25, 1, 5000),
+    exportDir: exportDir(env),
+    exportEveryMs: integer(env, 'EXPORT_EVERY_MS', 60_000, 1000, 3_600_000),
+    exportMaxRows: integer(env, 'EXPORT_MAX_ROWS', 2_000_000, 1000, 100_000_000),
+    lakeThreads: integer(env, 'LAKE_THREADS', 2, 1, 64),
+    lakeMemoryMb: integer(env, 'LAKE_MEMORY_MB', 1024, 64, 1024 * 1024),
+    funnelTimeoutMs: integer(env, 'FUNNEL_TIMEOUT_MS', 30_000, 100, 600_000),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
     liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),
     // Bodies parsed on the main thread stay small: a larger one would stall every other request.

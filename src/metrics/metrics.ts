@@ -374,6 +374,20 @@ export class Metrics {
     this.shedRequests.inc();
   }
 
+  /** The lake's lag, as the lake wing reads it (no sample while it knows none). */
+  lakeLag(read: () => number | null): void {
+    new client.Gauge({
+      name: 'tg_ingest_lake_lag_seconds',
+      help: "Seconds from the lake's watermark to now, as this instance last read it (every EXPORT_EVERY_MS).",
+      registers: [this.registry],
+      collect() {
+        const v = read();
+        if (v === null) this.reset();
+        else this.set(v);
+      },
+    });
+  }
+
   async text(): Promise<string> {
     return this.registry.metrics();
   }

@@ -15,7 +15,7 @@ export interface Erasure {
   /** SHA-256 of the sorted ids, one per line: proves which ids were erased without keeping them. */
   digest: string;
   suppress: boolean;
-  deleted: { events: number; users: number; quarantine: number };
+  deleted: { events: number; users: number; quarantine: number; lakeFiles: number };
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -38,6 +38,7 @@ interface ErasureRow {
   deleted_events: string;
   deleted_users: string;
   deleted_quarantine: string;
+  lake_files: number;
   error: string | null;
   created_at: Date;
   started_at: Date | null;
@@ -72,6 +73,7 @@ function erasureOf(r: ErasureRow): Erasure {
       events: Number(r.deleted_events),
       users: Number(r.deleted_users),
       quarantine: Number(r.deleted_quarantine),
+      lakeFiles: r.lake_files,
     },
     createdAt: r.created_at.toISOString(),
     startedAt: r.started_at?.toISOString() ?? null,
@@ -81,7 +83,7 @@ function erasureOf(r: ErasureRow): Erasure {
 }
 
 const COLUMNS = `erasure_id, status, user_ids::text[] AS user_ids, user_count, digest, suppress,
-  deleted_events::text, deleted_users::text, deleted_quarantine::text, error, created_at, started_at, finished_at`;
+  deleted_events::text, deleted_users::text, deleted_quarantine::text, lake_files, error, created_at, started_at, finished_at`;
 
 /** Tells every instance to re-read the project's suppressions. */
 async function bump(tx: Tx, projectId: string): Promise<void> {

@@ -13,12 +13,13 @@
 // Folds are sized to what a transaction handles in well under a second, so catching up never holds locks for long.
 import type { Sql, Tx } from '../db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../db/locks.js';
+import { HOLD_BACK_MS, writersStart } from '../db/writers.js';
 import type { Logger } from '../base/log.js';
 import { SessionSummaryFormatError } from '../pipeline/session-summary.js';
 import { SummaryFormatError } from '../pipeline/summary.js';
 import { Turns } from '../base/turns.js';
 import { FiledUsers } from './filed-users.js';
-import { Every } from './every.js';
+import { Every } from '../base/every.js';
 import { FOLD_EVENTS, FOLD_SUMMARIES, FOLD_VERSION, SUMMARIZE } from './fold-sql.js';
 import { FOLD_SESSIONS_EVENTS, FOLD_SESSIONS_SUMMARIES } from './session-sql.js';
 import { addToSketches, type SketchInput } from './sketch-store.js';
@@ -49,11 +50,6 @@ const READ_BYTES = 4 * 1024 * 1024;
 const TABLE_USERS = 10_000;
 /** Projects those rows may name before every user of the fold is probed, and none remembered. */
 const TABLE_PROJECTS = 1_000;
-/** The writer connections, by the application_name the writer gives them (src/writer/group-commit.ts). */
-const WRITERS = 'tg-ingest writer %';
-/** How long an open writer transaction can hold a window of history back. */
-const HOLD_BACK_MS = 600_000;
-const HOLD_BACK_MAX = `${HOLD_BACK_MS / 1000} seconds`;
 /** lock_not_available: another instance folds, or an erasure or a hand edit holds the watermark. */
 const LOCK_NOT_AVAILABLE = '55P03';
 const SERIALIZATION_FAILURE = '40001';
@@ -242,7 +238,7 @@ export class ReportAggregator {
    * none may close yet. It ends at summaries_since, at most a step from its start, and historyLagMs behind the start
    * of the oldest writer transaction still open (or behind now): a transaction slow to commit holds it back while it
    * runs, so its rows are never passed over. Only the service's writers count (a psql session left open does not),
-   * for at most HOLD_BACK_MAX.
+   * for at most HOLD_BACK_MS.
    */
   private async foldHistory(tx: Tx, wm: Watermark, heldNow: number): Promise<FoldResult | null> {
     // Whole milliseconds, as windows end: a window that reached it is not behind.
@@ -473,19 +469,6 @@ interface Watermark {
   since: number;
   folds: number;
   changed: string;
-}
-
-/**
- * The database's now, held back by the oldest writer transaction still open (ms since 1970): only the service's
- * writers count (a psql session left open does not), for at most HOLD_BACK_MAX.
- */
-async function writersStart(sql: Sql): Promise<number> {
-  const [r] = await sql<{ now: number }[]>`
-    SELECT (extract(epoch FROM least(now(), (
-      SELECT min(greatest(xact_start, now() - ${HOLD_BACK_MAX}::interval)) FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name LIKE ${WRITERS} AND backend_xid IS NOT NULL
-    ))) * 1000)::float8 AS now`;
-  return r!.now;
 }
 
 async function readWatermark(tx: Tx): Promise<Watermark> {

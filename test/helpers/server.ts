@@ -2,6 +2,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.js';
 
@@ -68,6 +70,8 @@ export async function startServer(
       LOG_LEVEL: 'info',
       // Reports a tenth of a second behind the commits: tests read them right after sending.
       REPORTS_EVERY_MS: '100',
+      // A lake per database: test files run in parallel, each on a database of its own, and a lake belongs to one.
+      EXPORT_DIR: join(tmpdir(), `tg-lake-${new URL(databaseUrl).pathname.slice(1) || 'default'}`),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,8 @@
 // The shape of src/: imports only go down,
 //   app → wings → openapi → {http, admin} → metrics → ingest → {auth, limits, quality, reports, privacy, sdk, worker}
-//   → {pipeline, cache} → writer → db.
+//   → lake → {pipeline, cache} → writer → db.
 // A module may import its own folder, anything below its layer, and what every layer uses: base/ (errors, the
-// model's types, endpoints, the logger, the main thread's turns) and config/. Handlers of the HTTP front
+// model's types, endpoints, the logger, the main thread's turns, a background job's schedule) and config/. Handlers of the HTTP front
 // (ingest/, admin/) may import its handler contract as types. A wing (src/wings/<feature>/) imports the shared layers
 // and wings/wing.ts, never another wing.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -24,6 +24,7 @@ const LAYERS: Record<string, number> = {
   limits: 2,
   quality: 2,
   reports: 2,
+  lake: 2.5,
   privacy: 2,
   sdk: 2,
   worker: 2,

@@ -19,6 +19,7 @@ import { migration as v15 } from './015-events-findable-by-user.js';
 import { migration as v16 } from './016-mini-app-sessions.js';
 import { migration as v17 } from './017-reports-follow-commits.js';
 import { migration as v18 } from './018-retention.js';
+import { migration as v19 } from './019-the-lake.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   v1,
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly Migration[] = [
   v16,
   v17,
   v18,
+  v19,
 ];

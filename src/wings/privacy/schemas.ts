@@ -29,6 +29,7 @@ export function privacySchemas(): Record<string, Schema> {
         events: count('Stored events removed.'),
         users: count('Profile rows removed (users table).'),
         quarantine: count('Quarantined events removed.'),
+        lakeFiles: count('Lake files (events, users snapshots) written again without the users.'),
       }),
       createdAt: instant,
       startedAt: { type: ['string', 'null'], format: 'date-time' },

@@ -1,7 +1,7 @@
 // The schedule of the reports' aggregator: a run at start, the next `everyMs` after each run ends, never two at once,
 // failures counted in a row, and nothing after stop().
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Every } from '../../../src/reports/every.js';
+import { Every } from '../../../src/base/every.js';
 
 /** A task whose runs the test ends by hand. */
 function task() {
