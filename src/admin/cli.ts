@@ -39,6 +39,11 @@ const USAGE = `usage: npm run admin -- <command> [--table]
                                               new and active users, payers, net revenue per campaign
   report sessions <projectId> [--from <day>] [--to <day>]
                                               mini-app sessions, users, lengths, platforms per day
+  report funnel <projectId> <step> <step>... --from <day> --to <day> --window <seconds> [--by campaign|platform]
+                                              users through the steps in order; a step is an event name,
+                                              or name:property<op>value with op = != > < (value as JSON,
+                                              else a string), e.g. purchase:amount>100
+  export <projectId>                          how far the lake (Parquet under EXPORT_DIR) is
   plan get <projectId>                        the project's tracking plan
   plan put <projectId> <file>                 set it from a JSON file
   plan delete <projectId>
@@ -104,6 +109,19 @@ function onOff(v: string | undefined, flag: string): boolean | undefined {
 function need(v: string | undefined, what: string): string {
   if (v === undefined) throw new UsageError(`missing ${what}`);
   return v;
+}
+
+/** `name`, or `name:property<op>value`: the value as JSON when it parses (a number, true, "text"), else a string. */
+function funnelStep(arg: string): Record<string, unknown> {
+  const m = /^([^:]+):([^=!<>]+)(!=|=|>|<)(.*)$/s.exec(arg);
+  if (m === null) return { eventName: arg };
+  let value: unknown = m[4];
+  try {
+    value = JSON.parse(m[4]!);
+  } catch {
+    // a bare word: a string
+  }
+  return { eventName: m[1], where: { property: m[2], op: m[3], value } };
 }
 
 function integer(v: string, what: string): number {
@@ -200,6 +218,24 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
         path: `/admin/projects/${encodeURIComponent(need(p[0], 'projectId'))}/reports/${verb}${query}`,
       };
     }
+    case 'report funnel': {
+      const [projectId, ...steps] = p;
+      const by = flags.get('by');
+      return {
+        method: 'POST',
+        path: `/admin/projects/${encodeURIComponent(need(projectId, 'projectId'))}/reports/funnel`,
+        body: {
+          steps: steps.map(funnelStep),
+          from: need(flags.get('from'), '--from'),
+          to: need(flags.get('to'), '--to'),
+          windowS: integer(need(flags.get('window'), '--window'), '--window'),
+          ...(by === undefined ? {} : { by }),
+        },
+      };
+    }
+    case 'export ':
+    case `export ${verb}`:
+      return { method: 'GET', path: `/admin/projects/${encodeURIComponent(need(verb, 'projectId'))}/export` };
     case 'plan get':
       return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan` };
     case 'plan put':

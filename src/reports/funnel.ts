@@ -41,8 +41,8 @@ interface Built {
 /** The SQL of a filter over the lake's columns, its value a parameter. */
 function filterSql(f: FunnelFilter, param: (v: DuckDBValue) => string): string {
   const v = param(f.value as DuckDBValue);
-  const k = param(f.target.key);
   const op = f.op;
+  const k = f.target.bucket === 'tg' ? '' : param(f.target.key);
   switch (f.target.bucket) {
     case 'string':
       return `props_string[${k}] ${op} ${v}`;

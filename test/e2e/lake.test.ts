@@ -3,7 +3,7 @@
 // after an erasure (the users snapshot too), after retention; an emptied directory is written again, a foreign one
 // left alone.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -162,6 +162,18 @@ describe('the lake', () => {
     expect(Date.parse(s.watermark)).toBeGreaterThan(Date.now() - 30_000);
     const today = new Date().toISOString().slice(0, 10);
     expect(existsSync(join(lake, 'events', `project_id=${q.projectId}`, `date=${today}`))).toBe(true);
+    // docs/lake.md's DuckDB example, as written there, against this lake: the database's counts.
+    const doc = readFileSync(new URL('../../docs/lake.md', import.meta.url), 'utf8');
+    const example = /```sql\n-- duckdb\n([^;]+);/.exec(doc)![1]!.replaceAll('EXPORT_DIR', lake);
+    const duck = await DuckDBInstance.create(':memory:');
+    const c = await duck.connect();
+    const got = (await c.runAndReadAll(example)).getRowObjectsJson();
+    c.closeSync();
+    duck.closeSync();
+    const want = await db.sql`
+      SELECT project_id::text, (received_at AT TIME ZONE 'UTC')::date::text AS date, count(*)::text AS events,
+        count(DISTINCT platform_user_id)::text AS users FROM events GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect(got.map((r) => ({ ...r, date: String(r.date) }))).toEqual(want.map((r) => ({ ...r })));
     const metrics = (await admin(srv!.url, 'GET', '/metrics')).text;
     expect(metrics).toMatch(/^tg_ingest_lake_lag_seconds \d/m);
   });

@@ -816,6 +816,36 @@ describe('admin API', () => {
       undefined,
       400,
     );
+    const funnel = await adminCall(
+      'POST',
+      '/admin/projects/{projectId}/reports/funnel',
+      `/admin/projects/${projectId}/reports/funnel`,
+      {
+        steps: [{ eventName: 'message_received' }, { eventName: 'successful_payment' }],
+        from: '2026-11-21',
+        to: '2026-11-22',
+        windowS: 86400,
+        by: 'platform',
+      },
+      200,
+    );
+    expect(funnel.body.steps[0]).toMatchObject({ eventName: 'message_received', conversionFromPrevious: 1 });
+    await adminCall(
+      'POST',
+      '/admin/projects/{projectId}/reports/funnel',
+      `/admin/projects/${projectId}/reports/funnel`,
+      { steps: [{ eventName: 'a' }], from: '2026-11-21', to: '2026-11-22', windowS: 60 },
+      400,
+      'bad_request',
+    );
+    const lake = await adminCall(
+      'GET',
+      '/admin/projects/{projectId}/export',
+      `/admin/projects/${projectId}/export`,
+      undefined,
+      200,
+    );
+    expect(lake.body.enabled).toBe(true);
     const sessions = await adminCall(
       'GET',
       '/admin/projects/{projectId}/reports/sessions',
@@ -1459,6 +1489,8 @@ const ROUTES = [
   'GET /admin/projects/{projectId}/reports/daily',
   'GET /admin/projects/{projectId}/reports/campaigns',
   'GET /admin/projects/{projectId}/reports/retention',
+  'POST /admin/projects/{projectId}/reports/funnel',
+  'GET /admin/projects/{projectId}/export',
   'GET /admin/projects/{projectId}/reports/sessions',
   'GET /admin/projects/{projectId}/reports/revenue',
   'GET /admin/projects/{projectId}/stats',
