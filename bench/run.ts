@@ -1,6 +1,9 @@
 // `make bench`: every scenario in one run on one PostgreSQL, each figure also as a ratio to the
 // `ceiling` measured in the same run. `node dist/bench/run.js b-small a-small` runs a subset.
 // BENCH_DURATION_S (10) and BENCH_WARMUP_S (3) set the measuring and warm-up windows.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ed25519Bench } from './ed25519.js';
 import { freshDatabase, machineLine, postgres, type Postgres } from './lib/env.js';
 import { fmt, median, type Result, resultLines, type Row, table } from './lib/report.js';
@@ -8,6 +11,7 @@ import { flood, FLOODS, type FloodKind } from './floods.js';
 import { benchPlan } from './lib/payloads.js';
 import { preload } from './lib/preload.js';
 import { reports50m } from './reports.js';
+import { funnel50m } from './funnel.js';
 import { overloadRounds } from './overload.js';
 import { refusalScenario } from './refusal.js';
 import { closedLoopSweep, SWEEP, type SweepName } from './closed-loop.js';
@@ -41,7 +45,9 @@ const ALL = [
   'user-index-cost',
   'b-large-50m',
   'reports-50m',
+  'funnel-50m',
   'erasure-50m',
+  'b-large-lake',
 ] as const;
 type Name = (typeof ALL)[number];
 
@@ -140,11 +146,13 @@ async function main(): Promise<void> {
         { env: {} },
       ],
     ] as const;
+    let latestDatabase: Awaited<ReturnType<typeof freshDatabase>> | null = null;
     const runLarge = async (
       label: string,
       extra: (typeof largeVariants)[number][2] & { warmupS?: number; freshness?: number[] },
     ): Promise<Figures> => {
       const db = await freshDatabase(pg.url);
+      latestDatabase = db;
       try {
         return await botApiScenario(label, db, {
           ...o,
@@ -240,6 +248,72 @@ async function main(): Promise<void> {
       say(
         `b-large-reports: an event in the reports ${Math.round(median(freshness))} ms after its 202 at the median, ${Math.round(p90)} ms at p90, ${sorted.length} probes (goal ≤ 2000 ms)`,
       );
+    }
+
+    /** Seconds the lake was behind when the load stopped, and how long it took to take every row stored. */
+    const lakeCatchUp = async (): Promise<Record<string, number>> => {
+      const db = latestDatabase!;
+      const ended = Date.now();
+      const lagAt = async () => {
+        const [r] = await db.sql<{ at: number | null }[]>`
+          SELECT (extract(epoch FROM max(exported_before)) * 1000)::float8 AS at FROM lake_dirs WHERE retired_at IS NULL`;
+        return r?.at ?? 0;
+      };
+      const behind = (ended - (await lagAt())) / 1000;
+      while ((await lagAt()) < ended && Date.now() - ended < 600_000) await new Promise((r) => setTimeout(r, 250));
+      return {
+        'lake behind s': Number(behind.toFixed(1)),
+        'lake caught up s': Number(((Date.now() - ended) / 1000).toFixed(1)),
+      };
+    };
+    if (want('b-large-lake')) {
+      // As b-large-reports: b-large with the lake off and on, side by side in alternating rounds. The lake exports
+      // every 5 s (its default is 60 s, which a 10 s window would mostly miss), so each window holds two exports.
+      const rounds = 2 * Math.max(1, Math.round(Number(process.env.BENCH_LAKE_ROUNDS ?? 6) / 2) || 0);
+      const ratios: number[] = [];
+      const runs: Figures[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const pair: Figures[] = [];
+        for (const lake of r % 2 === 0 ? [false, true] : [true, false]) {
+          const dir = mkdtempSync(join(tmpdir(), 'tg-bench-lake-'));
+          try {
+            pair[lake ? 1 : 0] = await runLarge(
+              lake ? 'b-large-lake (same, the lake exporting every 5 s)' : 'b-large (lake off)',
+              {
+                env: { REPORTS_EVERY_MS: '3600000', ...(lake ? { EXPORT_DIR: dir, EXPORT_EVERY_MS: '5000' } : {}) },
+                // Ingestion wins while it keeps the service busy; the lake catches up after: how far behind it was
+                // when the load stopped, and how long it took to have every row.
+                ...(lake ? { finish: lakeCatchUp } : {}),
+              } as never,
+            );
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
+          }
+        }
+        const [a, b] = pair as [Figures, Figures];
+        ratios.push(b.eventsPerS / a.eventsPerS);
+        runs.push(b);
+        say(
+          `b-large-lake round ${r + 1}: ${fmt(b.eventsPerS)} against ${fmt(a.eventsPerS)} events/s (${ratios.at(-1)!.toFixed(3)}×)`,
+        );
+      }
+      const shown = runs[ratios.indexOf([...ratios].sort((x, y) => x - y)[(rounds - 1) >> 1]!)]!;
+      rows.push(
+        figuresRow(
+          {
+            ...shown,
+            extra: { ...shown.extra, [`× b-large, ${rounds} rounds`]: ratios.map((x) => x.toFixed(2)).join(' ') },
+          },
+          ceilingRowsPerS,
+        ),
+      );
+      results.push({ name: 'b-large-lake_ratio_to_b-large', value: median(ratios), unit: 'ratio' });
+      results.push({
+        name: 'b-large-lake_caught_up_s',
+        value: median(runs.map((f) => Number(f.extra?.['lake caught up s'] ?? Number.NaN))),
+        unit: 's',
+      });
+      say(`b-large-lake: ${median(ratios).toFixed(3)}× b-large at the median of ${rounds} rounds (goal ≥ 0.95)`);
     }
 
     const smallReqPerS = new Map<string, number>();
@@ -480,7 +554,7 @@ async function main(): Promise<void> {
       }
     }
 
-    if (want('b-large-50m') || want('reports-50m') || want('erasure-50m')) {
+    if (want('b-large-50m') || want('reports-50m') || want('funnel-50m') || want('erasure-50m')) {
       const total = Number(process.env.BENCH_PRELOAD_ROWS ?? 50_000_000);
       const db = await freshDatabase(pg.url);
       let projectId = '';
@@ -506,6 +580,11 @@ async function main(): Promise<void> {
         say(`b-large-50m: ${fmt(f.eventsPerS)} events/s`);
         if (want('reports-50m')) {
           const r = await reports50m(db, projectId, say);
+          rows.push(r.row);
+          results.push(...r.results);
+        }
+        if (want('funnel-50m')) {
+          const r = await funnel50m(db, projectId, say);
           rows.push(r.row);
           results.push(...r.results);
         }

@@ -12,7 +12,8 @@
 // stream pauses the socket, and the stream's next read resumes it; when that chunk is the last, and the end of the
 // copy arrives in the same packet, the stream ends with the socket still paused, and the connection's next query
 // never gets its answer (seen here: an export of a few thousand rows hung on the statement after it). The end of the
-// copy resumes the socket.
+// copy resumes the socket. And a stream its reader destroyed (a disk full under the file it was written to) no longer
+// pauses the socket: its data is dropped, and the connection reads on to the copy's end.
 //
 // Each edit is applied only to the exact text it expects and is idempotent; a driver whose text differs (a new
 // version) fails the install loudly, so the patch is reviewed again rather than silently lost.
@@ -38,6 +39,10 @@ const EDITS = [
   [
     '  function CopyDone() {\n    stream && stream.push(null)\n    stream = null\n  }',
     `  function CopyDone() {\n    stream && stream.push(null)\n    stream = null\n    socket.resume() /* tg-ingest: copy-out ends with the socket paused */\n  }`,
+  ],
+  [
+    '  function CopyData(x) {\n    stream && (stream.push(x.subarray(5)) || socket.pause())\n  }',
+    `  function CopyData(x) {\n    stream && (stream.push(x.subarray(5)) || stream.destroyed || socket.pause()) /* tg-ingest: copy-out to a destroyed stream */\n  }`,
   ],
 ];
 

@@ -91,6 +91,9 @@ export async function startService(databaseUrl: string, env: Record<string, stri
       // Benchmarks measure throughput, not the per-token limits.
       RATE_LIMIT_PER_MIN: '100000000',
       RATE_LIMIT_BURST: '100000000',
+      // The lake off but where a scenario measures it (b-large-lake, funnel-50m): at its defaults it would export
+      // once a minute, outside most windows measured, into one directory shared by every fresh database.
+      EXPORT_DIR: 'none',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],

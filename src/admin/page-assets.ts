@@ -22,6 +22,7 @@ export const PAGE_MODULES = [
   'counts.js',
   'live.js',
   'reports.js',
+  'funnel.js',
   'privacy.js',
 ] as const;
 

@@ -73,6 +73,10 @@ export const ERRORS = {
     status: 503,
     message: 'The funnel took longer than FUNNEL_TIMEOUT_MS; a shorter range or fewer steps answer sooner.',
   },
+  funnels_busy: {
+    status: 503,
+    message: 'Two funnels are being counted on this instance already; retry after the delay in Retry-After.',
+  },
   shutting_down: { status: 503, message: 'The service is restarting; retry after the delay in Retry-After.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

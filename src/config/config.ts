@@ -77,6 +77,8 @@ export interface Config {
   /** Threads and memory of the columnar engine that writes the lake and answers funnels. */
   lakeThreads: number;
   lakeMemoryMb: number;
+  /** Disk each engine may spill to (DATA_DIR/lake-tmp). */
+  lakeTempMaxMb: number;
   /** How long a funnel may take before it answers 503. */
   funnelTimeoutMs: number;
   quarantineRetentionDays: number;
@@ -309,6 +311,7 @@ export function readConfig(env: Env = process.env): Readonly<Config> {
     exportMaxRows: integer(env, 'EXPORT_MAX_ROWS', 2_000_000, 1000, 100_000_000),
     lakeThreads: integer(env, 'LAKE_THREADS', 2, 1, 64),
     lakeMemoryMb: integer(env, 'LAKE_MEMORY_MB', 1024, 64, 1024 * 1024),
+    lakeTempMaxMb: integer(env, 'LAKE_TEMP_MAX_MB', 16_384, 64, 1024 * 1024 * 1024),
     funnelTimeoutMs: integer(env, 'FUNNEL_TIMEOUT_MS', 30_000, 100, 600_000),
     quarantinePruneEveryMs: integer(env, 'QUARANTINE_PRUNE_EVERY_MS', 30_000, 100, 3_600_000),
     liveMessagesPerS: integer(env, 'LIVE_MESSAGES_PER_S', 50, 1, 10_000),

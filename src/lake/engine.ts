@@ -9,6 +9,8 @@ export interface EngineOptions {
   memoryMb: number;
   /** Where it may spill; emptied when the engine opens. */
   tempDir: string;
+  /** How much it may spill there. */
+  tempMaxMb: number;
 }
 
 export class LakeEngine {
@@ -32,6 +34,7 @@ export class LakeEngine {
       threads: String(this.opts.threads),
       memory_limit: `${this.opts.memoryMb}MB`,
       temp_directory: this.opts.tempDir,
+      max_temp_directory_size: `${this.opts.tempMaxMb}MB`,
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
       allow_community_extensions: 'false',

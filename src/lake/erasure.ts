@@ -30,12 +30,15 @@ async function step(
   log: Logger,
 ): Promise<ErasureStep | null> {
   if (dir === null) return null;
-  // After the export under way, if any: it holds the lock for one window.
-  await tx`SET LOCAL lock_timeout = '60s'`;
+  // After the export under way, if any: it holds the lock for one unit of work (a window of at most EXPORT_MAX_ROWS,
+  // a day joined, a users snapshot), which can take minutes on a large backlog.
+  await tx`SET LOCAL lock_timeout = '300s'`;
   await tx`SELECT pg_advisory_xact_lock(${LAKE_WRITER_LOCK})`;
   await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
   let rewritten = 0;
   for (const dataset of ['events', 'users'] as const) {
+    // A rewrite a crash interrupted left its half-written file: it may hold the users.
+    for (const f of filesOf(projectDir(dir, dataset, job.projectId), '.erasing')) unlinkSync(f);
     const files = filesOf(projectDir(dir, dataset, job.projectId));
     if (files.length === 0) continue;
     const holding = await filesHolding(engine, dataset, files, job.userIds);
@@ -51,11 +54,11 @@ async function step(
   return null;
 }
 
-/** Every Parquet file under a project's directory (published or not). */
-function filesOf(root: string): string[] {
+/** Every Parquet file under a project's directory (published or not), or those of another suffix. */
+function filesOf(root: string, suffix = '.parquet'): string[] {
   if (!existsSync(root)) return [];
   return readdirSync(root, { recursive: true, encoding: 'utf8' })
-    .filter((n) => n.endsWith('.parquet'))
+    .filter((n) => n.endsWith(suffix))
     .map((n) => join(root, n))
     .sort();
 }

@@ -4,8 +4,7 @@
 // EVENTS_RETENTION_MONTHS no longer keeps. A window is recorded as pending before its files are written, and its
 // files are named by where it starts: after a crash the same window is written again under the same names, and the
 // watermark moves only once they are in place (under LAKE_PUBLISH_LOCK, which a funnel shares).
-import { mkdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
-import { readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../base/log.js';
@@ -26,7 +25,17 @@ export interface ExporterOptions {
   retentionMonths: number | null;
   /** Users snapshots kept per project, the newest. */
   usersDays: number;
+  /**
+   * Whether ingestion is using the process now: an export then waits (its lag grows and is caught up after), unless
+   * the lag has reached MAX_LAG_TURNS exports' worth.
+   */
+  busy?: () => boolean;
 }
+
+/** How far behind (in EXPORT_EVERY_MS) the lake may fall while ingestion keeps the process busy. */
+const MAX_LAG_TURNS = 10;
+/** How soon an export that waited for a busy process looks again. */
+const BUSY_RETRY_MS = 1000;
 
 /** The lake's row, times as ISO text in UTC to the microsecond (file names follow from them). */
 export interface LakeRow {
@@ -40,6 +49,9 @@ export interface LakeRow {
   exportedAt: Date | null;
 }
 
+// Times cross to and from the database as text, to the microsecond: postgres.js sends a parameter the server types
+// as timestamptz through a JavaScript Date, which keeps milliseconds only (a window's bounds would then differ from
+// what was stored, and rows between them be exported twice).
 const ISO = (c: string) => `to_char((${c}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 const LAKE_COLUMNS = `lake_id::text AS "lakeId", ${ISO('new_from')} AS "newFrom",
   ${ISO('exported_before')} AS "exportedBefore", ${ISO('pending_before')} AS "pendingBefore",
@@ -51,8 +63,11 @@ export async function readLake(sql: Sql, lakeId: string): Promise<LakeRow | null
   return row ?? null;
 }
 
-/** What a turn did: whether more work waits (history, days to join), so the next turn comes at once. */
-type Turn = 'idle' | 'more';
+/**
+ * What a turn did: whether more work waits (history, days to join), so the next turn comes at once, or it waited for
+ * a busy process.
+ */
+type Turn = 'idle' | 'more' | 'deferred';
 
 export class LakeExporter {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -67,6 +82,9 @@ export class LakeExporter {
   lakeId: string | null = null;
   foreign = false;
   private failures = 0;
+  private readonly instanceId = randomUUID();
+  /** The connection that holds the writer lock, for the turn under way: what a turn publishes goes through it. */
+  private holder: Sql | null = null;
 
   constructor(
     private readonly sql: Sql,
@@ -96,6 +114,7 @@ export class LakeExporter {
           this.failures = 0;
           // More to do: at once, but never sooner than the new rows' next window.
           if (t === 'more') next = 0;
+          else if (t === 'deferred') next = BUSY_RETRY_MS;
           else next = Math.max(0, this.lastNew + this.opts.everyMs - Date.now());
         })
         .catch((err: unknown) => {
@@ -122,9 +141,11 @@ export class LakeExporter {
         await this.readLag(conn as unknown as Sql);
         return 'idle';
       }
+      this.holder = conn as unknown as Sql;
       try {
         return await this.locked(conn as unknown as Sql);
       } finally {
+        this.holder = null;
         await conn`SELECT pg_advisory_unlock(${LAKE_WRITER_LOCK})`;
       }
     } finally {
@@ -141,7 +162,13 @@ export class LakeExporter {
   private async locked(sql: Sql): Promise<Turn> {
     const lake = await this.openLake(sql);
     if (lake === null) return 'idle';
-    const staging = join(this.opts.dir, STAGING_DIR);
+    const lagMs = Date.now() - Date.parse(lake.exportedBefore);
+    if (this.opts.busy?.() && lagMs < MAX_LAG_TURNS * this.opts.everyMs) return 'deferred';
+    // This writer's own staging directory: a writer that lost the lock without knowing it (its connection cut) never
+    // empties the next one's. Another's is left an hour before it goes.
+    const stagingRoot = join(this.opts.dir, STAGING_DIR);
+    const staging = join(stagingRoot, this.instanceId);
+    removeStaleStaging(stagingRoot, this.instanceId);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
     try {
@@ -181,8 +208,18 @@ export class LakeExporter {
       this.lagSeconds = Math.max(0, (Date.now() - Date.parse(lake.exportedBefore)) / 1000);
       return lake;
     }
-    // A new directory, or one emptied: what it held (if anything is left) is written again from the start.
-    for (const d of ['events', 'users']) rmSync(join(this.opts.dir, d), { recursive: true, force: true });
+    // A new directory, or one emptied: written from the start. One that holds anything else is not the service's to
+    // write over (a mistaken EXPORT_DIR).
+    const held = readdirSync(this.opts.dir).filter((n) => n !== STAGING_DIR);
+    if (held.length > 0) {
+      if (!this.foreign)
+        this.log.error(
+          { dir: this.opts.dir, holds: held.slice(0, 5) },
+          'EXPORT_DIR is not empty and names no lake: nothing is exported there until it is emptied',
+        );
+      this.foreign = true;
+      return null;
+    }
     const lakeId = randomUUID();
     await sql.unsafe(
       `WITH bound AS (SELECT ${WRITERS_START_SQL} - make_interval(secs => $3::float8 / 1000) AS at)
@@ -213,13 +250,13 @@ export class LakeExporter {
       const cut = await this.cutWindow(sql, from, bound);
       to = cut.to;
       full = cut.full;
-      await sql`UPDATE lake_dirs SET pending_before = ${to}::timestamptz WHERE lake_id = ${lake.lakeId}::uuid`;
+      await sql`UPDATE lake_dirs SET pending_before = ${to}::text::timestamptz WHERE lake_id = ${lake.lakeId}::uuid`;
     }
     const stamp = await this.stamp(sql, from);
     const files = await this.writeWindow(sql, from, to, staging);
     await this.publish(files, 'n', stamp, async (tx) => {
-      await tx`UPDATE lake_dirs SET exported_before = pending_before, pending_before = NULL, exported_at = now()
-        WHERE lake_id = ${lake.lakeId}::uuid`;
+      return tx`UPDATE lake_dirs SET exported_before = pending_before, pending_before = NULL, exported_at = now()
+        WHERE lake_id = ${lake.lakeId}::uuid AND exported_before = ${from}::text::timestamptz AND pending_before = ${to}::text::timestamptz`;
     });
     this.lagSeconds = Math.max(0, (Date.now() - Date.parse(to)) / 1000);
     return full;
@@ -230,7 +267,7 @@ export class LakeExporter {
     let end = to;
     for (let tries = 0; tries < 20; tries++) {
       const [c] = await sql<{ n: number }[]>`
-        SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::timestamptz AND received_at < ${end}::timestamptz`;
+        SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::text::timestamptz AND received_at < ${end}::text::timestamptz`;
       if (c!.n <= this.opts.maxRows) return { to: end, full: tries > 0 };
       const span = Date.parse(end) - Date.parse(from);
       if (span <= 1) break;
@@ -255,26 +292,26 @@ export class LakeExporter {
         const start = Math.max(oldest, Date.parse(to) - this.historySpanMs);
         from = start === oldest ? await isoOfOldest(sql) : new Date(start).toISOString();
         const [c] = await sql<{ n: number }[]>`
-          SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::timestamptz AND received_at < ${to}::timestamptz`;
+          SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::text::timestamptz AND received_at < ${to}::text::timestamptz`;
         if (c!.n > this.opts.maxRows && this.historySpanMs > 1000) this.historySpanMs /= 2;
         else {
           if (c!.n < this.opts.maxRows / 4 && this.historySpanMs < 30 * 86_400_000) this.historySpanMs *= 2;
           break;
         }
       }
-      await sql`UPDATE lake_dirs SET history_pending = ${from}::timestamptz WHERE lake_id = ${lake.lakeId}::uuid`;
+      await sql`UPDATE lake_dirs SET history_pending = ${from}::text::timestamptz WHERE lake_id = ${lake.lakeId}::uuid`;
     }
     const stamp = await this.stamp(sql, from);
     const files = await this.writeWindow(sql, from, to, staging);
     await this.publish(files, 'h', stamp, async (tx) => {
-      await tx`UPDATE lake_dirs SET history_from = history_pending, history_pending = NULL
-        WHERE lake_id = ${lake.lakeId}::uuid`;
+      return tx`UPDATE lake_dirs SET history_from = history_pending, history_pending = NULL
+        WHERE lake_id = ${lake.lakeId}::uuid AND history_from = ${to}::text::timestamptz AND history_pending = ${from}::text::timestamptz`;
     });
     return true;
   }
 
   private async stamp(sql: Sql, at: string): Promise<string> {
-    const [s] = await sql.unsafe<{ s: string }[]>(`SELECT ${STAMP_SQL('$1::timestamptz')} AS s`, [at]);
+    const [s] = await sql.unsafe<{ s: string }[]>(`SELECT ${STAMP_SQL('$1::text::timestamptz')} AS s`, [at]);
     return s!.s;
   }
 
@@ -300,21 +337,32 @@ export class LakeExporter {
     return staged(out);
   }
 
-  /** The window's files put in place and its watermark moved, in one step readers see whole. */
+  /**
+   * The window's files put in place and its watermark moved, in one step readers see whole, on the connection that
+   * holds the writer lock: a writer that lost it publishes nothing. The watermark moves only from where this window
+   * began (else another writer moved it, and nothing is put in place); parts a try before this one wrote beyond this
+   * try's are removed.
+   */
   private async publish(
     files: StagedFile[],
     kind: 'n' | 'h',
     stamp: string,
-    move: (tx: Sql) => Promise<void>,
+    move: (tx: Sql) => Promise<{ count: number }>,
   ): Promise<void> {
-    await this.sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(${LAKE_PUBLISH_LOCK})`;
+    await this.underPublish(async (tx) => {
+      const moved = await move(tx);
+      if (moved.count !== 1) throw new Error('the lake moved under this export: another writer took the window');
+      const written = new Map<string, Set<string>>();
       for (const f of files) {
         const dir = dayDir(this.opts.dir, 'events', f.projectId, f.day);
         mkdirSync(dir, { recursive: true });
-        renameSync(f.path, join(dir, windowFile(kind, stamp, f.part)));
+        const name = windowFile(kind, stamp, f.part);
+        renameSync(f.path, join(dir, name));
+        written.set(dir, (written.get(dir) ?? new Set()).add(name));
       }
-      await move(tx as unknown as Sql);
+      for (const [dir, names] of written)
+        for (const n of readdirSync(dir))
+          if (n.startsWith(`${kind}-${stamp}-`) && !names.has(n)) unlinkSync(join(dir, n));
     });
   }
 
@@ -347,7 +395,7 @@ export class LakeExporter {
         try {
           const list = `[${others.map((n) => literal(join(dir, n))).join(', ')}]`;
           await c.run(
-            `COPY (SELECT * FROM read_parquet(${list}, hive_partitioning = false)) TO ${literal(tmp)} (${PARQUET})`,
+            `COPY (SELECT * FROM read_parquet(${list}, hive_partitioning = false, union_by_name = true)) TO ${literal(tmp)} (${PARQUET})`,
           );
         } finally {
           c.closeSync();
@@ -362,11 +410,19 @@ export class LakeExporter {
     return false;
   }
 
-  private async underPublish(f: () => void): Promise<void> {
-    await this.sql.begin(async (tx) => {
+  /** `f` under the publish lock, in a transaction of the connection that holds the writer lock. */
+  private async underPublish(f: (tx: Sql) => void | Promise<void>): Promise<void> {
+    const tx = this.holder;
+    if (tx === null) throw new Error('publishing outside a turn');
+    await tx.unsafe('BEGIN');
+    try {
       await tx`SELECT pg_advisory_xact_lock(${LAKE_PUBLISH_LOCK})`;
-      f();
-    });
+      await f(tx);
+      await tx.unsafe('COMMIT');
+    } catch (err) {
+      await tx.unsafe('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Today's users snapshot, once a day, and the oldest ones past usersDays removed. */
@@ -438,6 +494,16 @@ function staged(out: string, byDay = true): StagedFile[] {
       }
   }
   return files;
+}
+
+/** Staging directories other writers left more than an hour ago (a crash, a lost lock). */
+function removeStaleStaging(root: string, own: string): void {
+  if (!existsSync(root)) return;
+  for (const n of readdirSync(root)) {
+    if (n === own) continue;
+    const p = join(root, n);
+    if (Date.now() - statSync(p).mtimeMs > 3_600_000) rmSync(p, { recursive: true, force: true });
+  }
 }
 
 /** The oldest received_at stored (ms), from the oldest partition that holds a row. */

@@ -26,21 +26,25 @@ export async function copyToCsv(sql: Sql, select: string, file: string): Promise
   return statSync(file).size;
 }
 
-function dirs(path: string, prefix: string): string[] {
+/** The directories named prefix + a value `valid` accepts (a stray one, written by another tool, is passed over). */
+function dirs(path: string, prefix: string, valid: RegExp): string[] {
   if (!existsSync(path)) return [];
   return readdirSync(path, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && d.name.startsWith(prefix))
+    .filter((d) => d.isDirectory() && d.name.startsWith(prefix) && valid.test(d.name.slice(prefix.length)))
     .map((d) => d.name.slice(prefix.length));
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
 /** The projects a dataset holds. */
 export function projectsIn(root: string, dataset: Dataset): string[] {
-  return dirs(join(root, dataset), 'project_id=');
+  return dirs(join(root, dataset), 'project_id=', UUID);
 }
 
 /** The days (YYYY-MM-DD) a project's dataset holds, oldest first. */
 export function daysIn(root: string, dataset: Dataset, projectId: string): string[] {
-  return dirs(join(root, dataset, `project_id=${projectId}`), 'date=').sort();
+  return dirs(join(root, dataset, `project_id=${projectId}`), 'date=', DAY).sort();
 }
 
 /** The lake's Parquet files in a directory (none of the temporary ones). */

@@ -35,7 +35,9 @@ export async function lakeView(
   try {
     await conn.unsafe('BEGIN');
     try {
-      await conn.unsafe(`SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`);
+      await conn.unsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.trunc(timeoutMs))}`);
+      // The literals below quote values clients chose: backslashes in them stay what they are.
+      await conn.unsafe('SET LOCAL standard_conforming_strings = on');
       await conn`SELECT pg_advisory_xact_lock_shared(${LAKE_PUBLISH_LOCK})`;
       const [lake] = await conn<{ before: string; history: string | null; exported: string; historyIso: string }[]>`
         SELECT ${conn.unsafe(STAMP_SQL('exported_before'))} AS before,

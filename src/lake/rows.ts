@@ -5,12 +5,14 @@
 import { literal } from './engine.js';
 
 /** What COPY selects from `events`, in the order the engine reads it. */
-export const EVENT_CSV_SELECT = `SELECT project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+/** Times as microseconds since 1970 (exact, whatever the session's DateStyle, and for dates before year 1 too). */
+export const EVENT_CSV_SELECT = `SELECT project_id, bot_id, event_id, event_name, event_type,
+  (extract(epoch FROM event_date) * 1000000)::int8, (extract(epoch FROM received_at) * 1000000)::int8,
   platform_user_id, origin, channel, text, props_string, props_long, props_float, props_bool, tg,
   (received_at AT TIME ZONE 'UTC')::date AS date FROM events`;
 
 const EVENT_CSV_COLUMNS = `{'project_id': 'VARCHAR', 'bot_id': 'VARCHAR', 'event_id': 'VARCHAR', 'event_name': 'VARCHAR',
-  'event_type': 'VARCHAR', 'event_date': 'TIMESTAMPTZ', 'received_at': 'TIMESTAMPTZ', 'platform_user_id': 'BIGINT',
+  'event_type': 'VARCHAR', 'event_date': 'BIGINT', 'received_at': 'BIGINT', 'platform_user_id': 'BIGINT',
   'origin': 'VARCHAR', 'channel': 'VARCHAR', 'text': 'VARCHAR', 'props_string': 'VARCHAR', 'props_long': 'VARCHAR',
   'props_float': 'VARCHAR', 'props_bool': 'VARCHAR', 'tg': 'VARCHAR', 'date': 'DATE'}`;
 
@@ -33,17 +35,21 @@ export const LAKE_EVENT_COLUMNS = [
   'tg',
 ] as const;
 
-/** PostgreSQL's CSV as COPY writes it: an empty unquoted field is NULL, a quoted one an empty string. */
+/**
+ * PostgreSQL's CSV as COPY writes it: an empty unquoted field is NULL, a quoted one an empty string. A line may be as
+ * long as the largest row the pipeline stores (1024 properties of 4096 characters, each doubled by quoting at worst).
+ */
 const csvOptions = (columns: string) =>
-  `header = false, columns = ${columns}, delim = ',', quote = '"', escape = '"', nullstr = '', auto_detect = false, new_line = '\\n'`;
+  `header = false, columns = ${columns}, delim = ',', quote = '"', escape = '"', nullstr = '', auto_detect = false, new_line = '\\n', max_line_size = 67108864, buffer_size = 134217728`;
 
 /**
  * The engine's SELECT of a CSV file of EVENT_CSV_SELECT's rows, typed as the lake keeps them, the partitions first.
  * The buckets were checked on the way in (src/pipeline/event.ts: safe integers, finite numbers), so each casts.
  */
 export function eventsFromCsv(file: string): string {
-  return `SELECT project_id, date, bot_id, event_id, event_name, event_type, event_date, received_at, platform_user_id,
-    origin, channel, text,
+  return `SELECT project_id, date, bot_id, event_id, event_name, event_type,
+    make_timestamp(event_date)::TIMESTAMPTZ AS event_date, make_timestamp(received_at)::TIMESTAMPTZ AS received_at,
+    platform_user_id, origin, channel, text,
     TRY_CAST(props_string::JSON AS MAP(VARCHAR, VARCHAR)) AS props_string,
     TRY_CAST(props_long::JSON AS MAP(VARCHAR, BIGINT)) AS props_long,
     TRY_CAST(props_float::JSON AS MAP(VARCHAR, DOUBLE)) AS props_float,

@@ -4,7 +4,7 @@
 // (strictly after when two steps in a row name the same event), which reaches as far as any choice can. The user
 // counts with the start that reaches furthest (the earliest of those), and the seconds between its steps give the
 // medians. Events count by eventDate, as every report does.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { HttpError } from '../base/errors.js';
@@ -32,6 +32,8 @@ export interface FunnelResult {
 export const BREAKDOWN_MAX_KEYS = 100;
 /** Times a funnel lists the files again when one went away under it (a day joined, an erasure's rewrite). */
 const RELISTS = 3;
+/** Funnels counted at once on an instance; another is answered 503 funnels_busy meanwhile. */
+export const FUNNELS_AT_ONCE = 2;
 
 interface Built {
   sql: string;
@@ -150,22 +152,36 @@ export interface FunnelReaderOptions {
 }
 
 export class FunnelReader {
+  private running = 0;
+
   constructor(
     private readonly sql: Sql,
     private readonly engine: LakeEngine,
     private readonly opts: FunnelReaderOptions,
-  ) {}
+  ) {
+    // What funnels a crash interrupted left behind (rows of events): gone before any funnel runs.
+    mkdirSync(opts.tempDir, { recursive: true });
+    for (const n of readdirSync(opts.tempDir))
+      if (n.startsWith('funnel-')) rmSync(join(opts.tempDir, n), { recursive: true, force: true });
+  }
 
   async funnel(projectId: string, req: FunnelRequest): Promise<FunnelResult> {
-    const deadline = Date.now() + this.opts.timeoutMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.once(projectId, req, deadline);
-      } catch (err) {
-        // A file that went away between the listing and the read: listed again.
-        if (attempt < RELISTS && /No such file|does not exist|cannot open file/i.test((err as Error).message)) continue;
-        throw err;
+    if (this.running >= FUNNELS_AT_ONCE) throw new HttpError('funnels_busy', { retryAfterS: 1 });
+    this.running++;
+    try {
+      const deadline = Date.now() + this.opts.timeoutMs;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.once(projectId, req, deadline);
+        } catch (err) {
+          // A file that went away between the listing and the read: listed again.
+          if (attempt < RELISTS && /No such file|does not exist|cannot open file/i.test((err as Error).message))
+            continue;
+          throw err;
+        }
       }
+    } finally {
+      this.running--;
     }
   }
 
@@ -223,13 +239,21 @@ export class FunnelReader {
     const file = join(temp, 'campaigns.csv');
     const conn = await this.sql.reserve();
     try {
-      await conn.unsafe(`SET statement_timeout = ${Math.max(1, Math.trunc(deadline - Date.now()))}`);
-      await copyToCsv(
-        conn as unknown as Sql,
-        `SELECT user_id, first_campaign FROM report_users WHERE project_id = ${literal(projectId)}::uuid AND first_campaign IS NOT NULL`,
-        file,
-      );
-      await conn.unsafe('SET statement_timeout = DEFAULT');
+      // In a transaction of its own: its settings end with it, never left on a connection of the pool.
+      await conn.unsafe('BEGIN');
+      try {
+        await conn.unsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.trunc(deadline - Date.now()))}`);
+        await conn.unsafe('SET LOCAL standard_conforming_strings = on');
+        await copyToCsv(
+          conn as unknown as Sql,
+          `SELECT user_id, first_campaign FROM report_users WHERE project_id = ${literal(projectId)}::uuid AND first_campaign IS NOT NULL`,
+          file,
+        );
+        await conn.unsafe('COMMIT');
+      } catch (err) {
+        await conn.unsafe('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
     } finally {
       conn.release();
     }

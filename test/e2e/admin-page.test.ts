@@ -1011,6 +1011,35 @@ describe('admin page', () => {
       campaigns.map((c: { payers: number }) => String(c.payers)),
     );
 
+    // The funnel builder: steps typed in (one with a filter), asked over the range shown, drawn as one bar a step.
+    await byTestId('funnel-step-name').nth(0).fill('command');
+    await byTestId('funnel-step-name').nth(1).fill('message_received');
+    await byTestId('funnel-step-name').nth(2).fill('successful_payment');
+    await byTestId('funnel-step-filter').nth(2).fill('tg.currency = XTR');
+    await byTestId('funnel-window').selectOption('604800');
+    await byTestId('funnel-run').click();
+    const funnel = (
+      await admin(srv.url, 'POST', `/admin/projects/${own.projectId}/reports/funnel`, {
+        steps: [
+          { eventName: 'command' },
+          { eventName: 'message_received' },
+          { eventName: 'successful_payment', where: { property: 'tg.currency', op: '=', value: 'XTR' } },
+        ],
+        from: day(29),
+        to: day(0),
+        windowS: 604800,
+      })
+    ).body;
+    expect(funnel.steps.map((s: { users: number }) => s.users)).toEqual([2, 1, 1]);
+    await expect.poll(() => attrs(byTestId('funnel-bar'), 'data-users')).toEqual(['2', '1', '1']);
+    const widths = await page
+      .locator('[data-testid="funnel-bar"] .fill')
+      .evaluateAll((fills) => fills.map((f) => Math.round((f.clientWidth / f.parentElement!.clientWidth) * 100)));
+    expect(widths).toEqual([100, 50, 50]);
+    await byTestId('funnel-step-filter').nth(1).fill('amount >');
+    await byTestId('funnel-run').click();
+    await expect.poll(() => byTestId('funnel-status').textContent()).toContain('is not a filter');
+
     // A shorter range: fewer days, the same kind of numbers. A range chosen before it whose answer
     // arrives after (90 days, held here) is not drawn over it.
     const slow = await holdFirstAnswer(/\/reports\/daily\?/);

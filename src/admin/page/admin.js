@@ -12,6 +12,7 @@ import { resetPlan, startPlan } from './plan.js';
 import { resetPrivacy, startPrivacy } from './privacy.js';
 import { startProjects } from './projects.js';
 import { resetQuarantine, startQuarantine } from './quarantine.js';
+import { resetFunnel, startFunnel } from './funnel.js';
 import { resetReports, startReports } from './reports.js';
 import { showLoginError, signIn, startSignIn } from './signin.js';
 import { startTokens } from './tokens.js';
@@ -25,6 +26,7 @@ startTokens();
 startBots();
 startProjects();
 startReports();
+startFunnel();
 startPrivacy();
 startSignIn();
 
@@ -33,6 +35,7 @@ resetPlan();
 resetQuarantine();
 resetWatch();
 resetReports();
+resetFunnel();
 resetPrivacy();
 
 (async () => {

@@ -64,6 +64,9 @@ let charts = [];
  */
 let shown = null;
 
+/** The range the reports show (null before the first load); the funnel asks over it. @returns {DayRange | null} */
+export const shownRange = () => shown;
+
 export function resetReports() {
   for (const c of charts) c.destroy();
   charts = [];

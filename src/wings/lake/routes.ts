@@ -52,7 +52,7 @@ export function lakeRoutes(projects: AdminStore, guard: AdminGuard, o: LakeRoute
         operationId: 'getExportStatus',
         summary: "How far the lake is: its watermark, lag, and the project's files",
         description:
-          'The lake (docs/lake.md) holds every stored event as Parquet under EXPORT_DIR; an event is in it within EXPORT_EVERY_MS and a few seconds of being stored. `watermark`: every event received before it is in the lake, once `historyDone` (the events stored before the lake began are exported in the background, newest first).',
+          'The lake (docs/lake.md) holds every stored event as Parquet under EXPORT_DIR; an event is in it within EXPORT_EVERY_MS and a few seconds of being stored (up to 10 × EXPORT_EVERY_MS while ingestion keeps the service busy). `watermark`: every event received before it is in the lake, once `historyDone` (the events stored before the lake began are exported in the background, newest first).',
         ids: ['ProjectId'],
         success: { 200: ok('The lake as the database records it.', ref('LakeStatus')) },
       }),
@@ -75,12 +75,12 @@ export function lakeRoutes(projects: AdminStore, guard: AdminGuard, o: LakeRoute
           "Per step, the users who reached it in order (each step at or after the previous one; strictly after when two steps in a row name the same event) within `windowS` seconds of their first step, among events whose `eventDate` falls in the range (UTC days, at most 366). A user may start at any of their first-step events; they count with the start that reaches furthest, and the seconds between that start's steps give the medians. Users are the events' `platform_user_id`; events without one are not counted.",
           "`where` compares a property in the bucket its value's JSON type names: an integer in propsLong (and propsFloat on bot_api), a fraction in propsFloat, a string in propsString, a boolean in propsBool (= and != only); `tg.<field>` names a promoted field. An event without the property does not match, whatever the operator.",
           '`by: "platform"`: per the `platform` property of the user\'s earliest event in the range that has one (the SDK\'s app_open carries it); `by: "campaign"`: per the user\'s first campaign, as the campaigns report files it. Users without one under key null.',
-          'Read from the lake (Parquet, by the embedded columnar engine) and, for the events not in it yet, from the database: events stored a moment ago count. 409 `lake_off` when EXPORT_DIR is none; 503 `funnel_timeout` past FUNNEL_TIMEOUT_MS.',
+          'Read from the lake (Parquet, by the embedded columnar engine) and, for the events not in it yet, from the database: events stored a moment ago count. 409 `lake_off` when EXPORT_DIR is none; 503 `funnel_timeout` past FUNNEL_TIMEOUT_MS; 503 `funnels_busy` while two others are being counted on the instance.',
         ].join('\n\n'),
         ids: ['ProjectId'],
         body: 'FunnelRequest',
         success: { 200: ok('The funnel.', ref('Funnel')) },
-        errors: ['lake_off', 'funnel_timeout'],
+        errors: ['lake_off', 'funnel_timeout', 'funnels_busy'],
       }),
     },
   ];
