@@ -163,6 +163,7 @@ describe('the CLI', () => {
       events: 1,
       users: 1,
       quarantine: 0,
+      lakeFiles: expect.any(Number),
     });
     expect(
       cli('user', 'export', p.projectId, '6001')
