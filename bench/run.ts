@@ -294,7 +294,7 @@ async function main(): Promise<void> {
         ratios.push(b.eventsPerS / a.eventsPerS);
         runs.push(b);
         say(
-          `b-large-lake round ${r + 1}: ${fmt(b.eventsPerS)} against ${fmt(a.eventsPerS)} events/s (${ratios.at(-1)!.toFixed(3)}×)`,
+          `b-large-lake round ${r + 1}: ${fmt(b.eventsPerS)} against ${fmt(a.eventsPerS)} events/s (${ratios.at(-1)!.toFixed(3)}×); the lake ${b.extra?.['lake behind s']} s behind when the load stopped, caught up ${b.extra?.['lake caught up s']} s after`,
         );
       }
       const shown = runs[ratios.indexOf([...ratios].sort((x, y) => x - y)[(rounds - 1) >> 1]!)]!;

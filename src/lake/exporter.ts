@@ -26,7 +26,7 @@ export interface ExporterOptions {
   /** Users snapshots kept per project, the newest. */
   usersDays: number;
   /**
-   * Whether ingestion is using the process now: an export then waits (its lag grows and is caught up after), unless
+   * Whether ingestion is using the machine now: an export then waits (its lag grows and is caught up after), unless
    * the lag has reached MAX_LAG_TURNS exports' worth.
    */
   busy?: () => boolean;

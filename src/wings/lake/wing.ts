@@ -1,7 +1,7 @@
 // The lake: every stored event written as Parquet to EXPORT_DIR by one instance at a time, its status, its part of
 // every erasure, and the funnels that read it with the embedded columnar engine.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { LakeEngine } from '../../lake/engine.js';
 import { lakeErasure } from '../../lake/erasure.js';
 import { LakeExporter } from '../../lake/exporter.js';
@@ -12,20 +12,34 @@ import { lakeSchemas } from './schemas.js';
 
 /** Users snapshots kept per project: a week of them. */
 const USERS_DAYS = 7;
-/** The main thread's share of time busy, over the last second, past which ingestion has the process. */
-const BUSY_UTILIZATION = 0.5;
+/** The machine's share of CPU time busy, over the last second, past which ingestion has it. */
+const BUSY_SHARE = 0.7;
 
-/** Whether the main thread (ingestion's front and writer) was busy more than BUSY_UTILIZATION of the last second. */
-function busyMainThread(): { busy: () => boolean; stop: () => void } {
-  let last: EventLoopUtilization = performance.eventLoopUtilization();
-  let utilization = 0;
+/**
+ * Whether the machine's cores were busy more than BUSY_SHARE of the last second (/proc/stat: the service, its
+ * workers and a PostgreSQL beside it all count; the main thread alone is a small part of ingestion's work). Where
+ * /proc/stat cannot be read, never busy.
+ */
+function busyMachine(): { busy: () => boolean; stop: () => void } {
+  const read = (): { idle: number; total: number } | null => {
+    try {
+      const cpu = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+      // user nice system idle iowait irq softirq steal: idle and iowait are the idle time.
+      return { idle: cpu[3]! + (cpu[4] ?? 0), total: cpu.slice(0, 8).reduce((a, b) => a + b, 0) };
+    } catch {
+      return null;
+    }
+  };
+  let last = read();
+  let share = 0;
   const timer = setInterval(() => {
-    const now = performance.eventLoopUtilization();
-    utilization = performance.eventLoopUtilization(now, last).utilization;
+    const now = read();
+    if (now !== null && last !== null && now.total > last.total)
+      share = 1 - (now.idle - last.idle) / (now.total - last.total);
     last = now;
   }, 1000);
   timer.unref();
-  return { busy: () => utilization > BUSY_UTILIZATION, stop: () => clearInterval(timer) };
+  return { busy: () => share > BUSY_SHARE, stop: () => clearInterval(timer) };
 }
 
 export function lakeWing(s: Shared): Wing {
@@ -46,7 +60,7 @@ export function lakeWing(s: Shared): Wing {
     tempMaxMb: s.config.lakeTempMaxMb,
   });
   s.hooks.erasureParts.push(lakeErasure(dir, writing, s.log));
-  const load = busyMainThread();
+  const load = busyMachine();
   const exporter =
     dir === null
       ? null
