@@ -116,7 +116,7 @@ async function inLake(dataset: 'events' | 'users', column: string, user: string)
 
 const status = async (projectId: string) => (await admin(srv!.url, 'GET', `/admin/projects/${projectId}/export`)).body;
 
-function event(user: string, over: Record<string, unknown> = {}) {
+function event(user: string, over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     eventId: randomUUID(),
     eventName: 'purchase',
