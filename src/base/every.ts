@@ -1,5 +1,6 @@
-// A background job's schedule: the task at start, then again `everyMs` after each run ends, never two runs at once.
-// A run that fails is counted and the next one comes as usual; stop() waits for the run under way.
+// A background job's schedule: the task at start, then again `everyMs` after each run ends (or as soon as the run
+// says, when it returns a delay), never two runs at once. A run that fails is counted and the next one comes as
+// usual; stop() waits for the run under way.
 
 export class Every {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -10,7 +11,7 @@ export class Every {
 
   constructor(
     private readonly everyMs: number,
-    private readonly task: () => Promise<void>,
+    private readonly task: () => Promise<number | void>,
     /** After a failed run, with the failures in a row so far. */
     private readonly failed: (err: unknown, failures: number) => void,
   ) {}
@@ -30,14 +31,16 @@ export class Every {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = null;
+      let next = this.everyMs;
       this.running = this.task()
-        .then(() => {
+        .then((ms) => {
           this.failures = 0;
+          if (typeof ms === 'number') next = ms;
         })
         .catch((err: unknown) => this.failed(err, ++this.failures))
         .finally(() => {
           this.running = null;
-          this.schedule(this.everyMs);
+          this.schedule(next);
         });
     }, ms);
     this.timer.unref();

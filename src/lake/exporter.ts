@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { Every } from '../base/every.js';
 import type { Logger } from '../base/log.js';
 import type { Sql } from '../db/connect.js';
 import { LAKE_PUBLISH_LOCK, LAKE_WRITER_LOCK } from '../db/locks.js';
@@ -70,9 +71,7 @@ export async function readLake(sql: Sql, lakeId: string): Promise<LakeRow | null
 type Turn = 'idle' | 'more' | 'deferred';
 
 export class LakeExporter {
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly every: Every;
   private lastNew = 0;
   /** The span of time one history window covers: halved while windows hold too many rows, doubled while few. */
   private historySpanMs = 86_400_000;
@@ -81,7 +80,6 @@ export class LakeExporter {
   /** The lake this directory holds, once known; 'foreign' when it names a lake this database does not know. */
   lakeId: string | null = null;
   foreign = false;
-  private failures = 0;
   private readonly instanceId = randomUUID();
   /** The connection that holds the writer lock, for the turn under way: what a turn publishes goes through it. */
   private holder: Sql | null = null;
@@ -91,45 +89,32 @@ export class LakeExporter {
     private readonly engine: LakeEngine,
     private readonly opts: ExporterOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.every = new Every(
+      opts.everyMs,
+      () => this.scheduled(),
+      (err, failures) =>
+        this.log[failures % 10 === 1 ? 'error' : 'debug'](
+          { err: (err as Error).message, failures },
+          'lake export failed; tried again next turn',
+        ),
+    );
+  }
 
   start(): void {
-    this.schedule(0);
+    this.every.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.every.stop();
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      let next = this.opts.everyMs;
-      this.running = this.turn()
-        .then((t) => {
-          this.failures = 0;
-          // More to do: at once, but never sooner than the new rows' next window.
-          if (t === 'more') next = 0;
-          else if (t === 'deferred') next = BUSY_RETRY_MS;
-          else next = Math.max(0, this.lastNew + this.opts.everyMs - Date.now());
-        })
-        .catch((err: unknown) => {
-          this.failures++;
-          this.log[this.failures % 10 === 1 ? 'error' : 'debug'](
-            { err: (err as Error).message, failures: this.failures },
-            'lake export failed; tried again next turn',
-          );
-        })
-        .finally(() => {
-          this.running = null;
-          this.schedule(next);
-        });
-    }, ms);
-    this.timer.unref();
+  /** A turn, and how soon the next: at once while more waits, but never sooner than the new rows' next window. */
+  private async scheduled(): Promise<number> {
+    const t = await this.turn();
+    if (t === 'more') return 0;
+    if (t === 'deferred') return BUSY_RETRY_MS;
+    return Math.max(0, this.lastNew + this.opts.everyMs - Date.now());
   }
 
   /** One unit of work under the writer lock; a turn that finds the lock held by another instance only reads the lag. */

@@ -2,6 +2,7 @@
 // Parquet files type them: the public columns of `events` (never `billed` or `summarized`), ids as UUID strings, each
 // typed bucket a map of its type, the `$tg` section as JSON; the project and the UTC day of receipt are the
 // partitions. The users snapshot likewise.
+import { EVENT_COLUMNS } from '../writer/columns.js';
 import { literal } from './engine.js';
 
 /** What COPY selects from `events`, in the order the engine reads it. */
@@ -16,24 +17,8 @@ const EVENT_CSV_COLUMNS = `{'project_id': 'VARCHAR', 'bot_id': 'VARCHAR', 'event
   'origin': 'VARCHAR', 'channel': 'VARCHAR', 'text': 'VARCHAR', 'props_string': 'VARCHAR', 'props_long': 'VARCHAR',
   'props_float': 'VARCHAR', 'props_bool': 'VARCHAR', 'tg': 'VARCHAR', 'date': 'DATE'}`;
 
-/** The lake's columns of an event, in file order (the partitions, project_id and date, are the path's). */
-export const LAKE_EVENT_COLUMNS = [
-  'bot_id',
-  'event_id',
-  'event_name',
-  'event_type',
-  'event_date',
-  'received_at',
-  'platform_user_id',
-  'origin',
-  'channel',
-  'text',
-  'props_string',
-  'props_long',
-  'props_float',
-  'props_bool',
-  'tg',
-] as const;
+/** The lake's columns of an event, in file order: the public columns the writer stores, but the partition's. */
+export const LAKE_EVENT_COLUMNS = EVENT_COLUMNS.filter((c) => !['project_id', 'billed', 'summarized'].includes(c));
 
 /**
  * PostgreSQL's CSV as COPY writes it: an empty unquoted field is NULL, a quoted one an empty string. A line may be as

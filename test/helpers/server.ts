@@ -71,7 +71,10 @@ export async function startServer(
       // Reports a tenth of a second behind the commits: tests read them right after sending.
       REPORTS_EVERY_MS: '100',
       // A lake per database: test files run in parallel, each on a database of its own, and a lake belongs to one.
-      EXPORT_DIR: join(tmpdir(), `tg-lake-${new URL(databaseUrl).pathname.slice(1) || 'default'}`),
+      // With the embedded database (no URL), the default: DATA_DIR/lake.
+      ...(databaseUrl === ''
+        ? {}
+        : { EXPORT_DIR: join(tmpdir(), `tg-lake-${new URL(databaseUrl).pathname.slice(1)}`) }),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,6 @@
-// The schedule of the reports' aggregator: a run at start, the next `everyMs` after each run ends, never two at once,
-// failures counted in a row, and nothing after stop().
+// The schedule of background jobs (the reports' aggregator, the lake's exporter): a run at start, the next `everyMs`
+// after each run ends or as soon as the run says, never two at once, failures counted in a row, and nothing after
+// stop().
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Every } from '../../../src/base/every.js';
 
@@ -32,6 +33,32 @@ describe('Every', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(t.runs).toHaveLength(2);
     t.runs[1]!.end();
+    await every.stop();
+  });
+
+  it('comes again as soon as a run says, when it returns a delay', async () => {
+    const delays = [250];
+    let runs = 0;
+    const every = new Every(
+      1000,
+      async () => {
+        runs++;
+        return delays.shift();
+      },
+      () => undefined,
+    );
+    every.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runs).toBe(1);
+    // The first run asked for the next in 250 ms, the second for nothing: everyMs after it.
+    await vi.advanceTimersByTimeAsync(249);
+    expect(runs).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs).toBe(2);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(runs).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs).toBe(3);
     await every.stop();
   });
 
