@@ -194,6 +194,7 @@ export async function buildShared(
     config,
     log,
     sql,
+    databaseUrl,
     metrics,
     caches,
     sink,

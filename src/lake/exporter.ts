@@ -76,7 +76,11 @@ export class LakeExporter {
   /** The span of time one history window covers: halved while windows hold too many rows, doubled while few. */
   private historySpanMs = 86_400_000;
   /** Seconds from the watermark to now, as last read; null before the first read. */
-  lagSeconds: number | null = null;
+  get lagSeconds(): number | null {
+    return this.watermarkMs === null ? null : Math.max(0, (Date.now() - this.watermarkMs) / 1000);
+  }
+  /** The watermark as last read or moved (ms since 1970). */
+  private watermarkMs: number | null = null;
   /** The lake this directory holds, once known; 'foreign' when it names a lake this database does not know. */
   lakeId: string | null = null;
   foreign = false;
@@ -119,6 +123,9 @@ export class LakeExporter {
 
   /** One unit of work under the writer lock; a turn that finds the lock held by another instance only reads the lag. */
   async turn(): Promise<Turn> {
+    // A busy machine as the last turn left it: no connection taken, no lock.
+    if (this.opts.busy?.() && this.lagSeconds !== null && this.lagSeconds * 1000 < MAX_LAG_TURNS * this.opts.everyMs)
+      return 'deferred';
     const conn = await this.sql.reserve();
     try {
       const [lock] = await conn<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${LAKE_WRITER_LOCK}) AS ok`;
@@ -141,7 +148,7 @@ export class LakeExporter {
   private async readLag(sql: Sql): Promise<void> {
     const id = this.lakeId ?? readLakeId(this.opts.dir);
     const lake = id === null ? null : await readLake(sql, id);
-    if (lake !== null) this.lagSeconds = Math.max(0, (Date.now() - Date.parse(lake.exportedBefore)) / 1000);
+    if (lake !== null) this.watermarkMs = Date.parse(lake.exportedBefore);
   }
 
   private async locked(sql: Sql): Promise<Turn> {
@@ -190,7 +197,7 @@ export class LakeExporter {
       }
       this.foreign = false;
       this.lakeId = id;
-      this.lagSeconds = Math.max(0, (Date.now() - Date.parse(lake.exportedBefore)) / 1000);
+      this.watermarkMs = Date.parse(lake.exportedBefore);
       return lake;
     }
     // A new directory, or one emptied: written from the start. One that holds anything else is not the service's to
@@ -243,7 +250,7 @@ export class LakeExporter {
       return tx`UPDATE lake_dirs SET exported_before = pending_before, pending_before = NULL, exported_at = now()
         WHERE lake_id = ${lake.lakeId}::uuid AND exported_before = ${from}::text::timestamptz AND pending_before = ${to}::text::timestamptz`;
     });
-    this.lagSeconds = Math.max(0, (Date.now() - Date.parse(to)) / 1000);
+    this.watermarkMs = Date.parse(to);
     return full;
   }
 

@@ -53,6 +53,8 @@ export interface Shared {
   config: Readonly<Config>;
   log: Logger;
   sql: Sql;
+  /** For a part that keeps a connection of its own, out of the pool's way (the lake's exporter). */
+  databaseUrl: string;
   metrics: Metrics;
   /** Caches counted in the metrics, by the name of their `cache` label; a wing adds its own. */
   caches: Map<string, () => CacheCounts>;

@@ -2,6 +2,7 @@
 // every erasure, and the funnels that read it with the embedded columnar engine.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect } from '../../db/connect.js';
 import { LakeEngine } from '../../lake/engine.js';
 import { lakeErasure } from '../../lake/erasure.js';
 import { LakeExporter } from '../../lake/exporter.js';
@@ -10,6 +11,8 @@ import type { Shared, Wing } from '../wing.js';
 import { lakeRoutes } from './routes.js';
 import { lakeSchemas } from './schemas.js';
 
+/** How long a stop waits for the export under way before it ends the exporter's connection. */
+const STOP_GRACE_MS = 5000;
 /** Users snapshots kept per project: a week of them. */
 const USERS_DAYS = 7;
 /** The machine's share of CPU time busy, over the last second, past which ingestion has it. */
@@ -61,11 +64,14 @@ export function lakeWing(s: Shared): Wing {
   });
   s.hooks.erasureParts.push(lakeErasure(dir, writing, s.log));
   const load = busyMachine();
+  // The exporter's own connection: a turn holds one for its whole unit of work, and it must never take one of the
+  // pool's, which credentials and allowances are read through, nor share the pool's reconnects after an outage.
+  const lakeSql = dir === null ? null : connect(s.databaseUrl, { max: 1, name: 'tg-ingest lake' });
   const exporter =
-    dir === null
+    dir === null || lakeSql === null
       ? null
       : new LakeExporter(
-          s.sql,
+          lakeSql,
           writing,
           {
             dir,
@@ -87,6 +93,9 @@ export function lakeWing(s: Shared): Wing {
     routes: lakeRoutes(s.projects, s.guard, { sql: s.sql, dir, exporter, funnels, tempDir: temp }),
     start: () => exporter?.start(),
     stop: async () => {
+      // A turn stuck on a connection that died is ended with it, after a grace.
+      await Promise.race([exporter?.stop(), new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
+      await lakeSql?.end({ timeout: 1 });
       await exporter?.stop();
       load.stop();
       writing.close();
