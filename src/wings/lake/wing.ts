@@ -93,10 +93,23 @@ export function lakeWing(s: Shared): Wing {
     routes: lakeRoutes(s.projects, s.guard, { sql: s.sql, dir, exporter, funnels, tempDir: temp }),
     start: () => exporter?.start(),
     stop: async () => {
-      // A turn stuck on a connection that died is ended with it, after a grace.
-      await Promise.race([exporter?.stop(), new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
-      await lakeSql?.end({ timeout: 1 });
-      await exporter?.stop();
+      // A turn stuck on a connection that died (postgres.js can leave a reserve unsettled after a reconnect) is not
+      // waited for past a grace: its connection is ended, and the stop goes on without it.
+      const grace = (ms: number) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        return {
+          wait: new Promise<void>((r) => {
+            timer = setTimeout(r, ms);
+          }),
+          clear: () => clearTimeout(timer),
+        };
+      };
+      const first = grace(STOP_GRACE_MS);
+      await Promise.race([exporter?.stop(), first.wait]);
+      first.clear();
+      const ending = grace(2000);
+      await Promise.race([lakeSql?.end({ timeout: 1 }), ending.wait]);
+      ending.clear();
       load.stop();
       writing.close();
       reading.close();
