@@ -25,6 +25,8 @@ beforeAll(async () => {
     viewport: { width: 1280, height: 900 },
     // Money is formatted for the browser's locale; the expectations below are written in en-US.
     locale: 'en-US',
+    // Away from UTC: every time the page shows must still be UTC, as its reports' days are.
+    timezoneId: 'Asia/Tokyo',
   });
   browser = chrome.context;
   page = browser.pages()[0] ?? (await browser.newPage());
@@ -511,6 +513,26 @@ describe('admin page', () => {
     expect(await total('XTR')).toMatch(/^(1,999 XTR|⭐ 1,999)$/);
     expect(await total('JPY')).toBe('¥18,014,398,509,481,982');
     expect(await total('EUR')).toBe('€180,143,985,094,819.82');
+    // The reports' revenue: a chart per currency, its axis labelled with it and in its units ($, not cents; whole
+    // stars). The axis's first and last marks are in the chart's label, as drawn on the canvas.
+    const lines = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/reports/revenue?by=day`)).body;
+    const charts = page.locator('[data-testid="report-revenue-chart"]');
+    await expect.poll(() => attrs(charts, 'data-currency')).toEqual(lines.map((l: { currency: string }) => l.currency));
+    const scale = async (currency: string) => {
+      const label = await page
+        .locator(`[data-testid="report-revenue-chart"][data-currency="${currency}"]`)
+        .getAttribute('aria-label');
+      const m = /^Net revenue per day in (\w+), its axis marked from (.+) to (.+)$/.exec(label ?? '');
+      return m ? { currency: m[1], from: m[2], to: m[3] } : label;
+    };
+    const usd = await scale('USD');
+    expect(usd).toMatchObject({ currency: 'USD', from: expect.stringMatching(/^\$0$/) });
+    const usdTop = Number((usd as { to: string }).to.replace(/[$,]/g, ''));
+    expect([usdTop >= 10, usdTop <= 20]).toEqual([true, true]);
+    const xtr = await scale('XTR');
+    expect(xtr).toMatchObject({ currency: 'XTR', to: expect.stringMatching(/^[0-9,]+$/) });
+    const xtrTop = Number((xtr as { to: string }).to.replace(/,/g, ''));
+    expect([xtrTop >= 1000, xtrTop <= 2500]).toEqual([true, true]);
     expect(pageProblems).toEqual([]);
   });
 
@@ -732,6 +754,43 @@ describe('admin page', () => {
       next: null,
     });
     expect((await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine/summary`)).body).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('quarantine: its counts and list follow new rejects without a click; every time on the page is UTC, labelled', async () => {
+    const own = await provision(srv.url);
+    const plan = { mode: 'block', unplannedEvents: 'block', events: { purchase: purchaseSchema(1) } };
+    expect((await admin(srv.url, 'PUT', `/admin/projects/${own.projectId}/tracking-plan`, plan)).status).toBe(200);
+    const first = serverEvent({ eventName: 'signup' });
+    expect((await postBotApi(srv.url, own.token, { events: [first] })).status).toBeLessThan(500);
+    await openProject(own.projectId);
+    const count = () =>
+      page.locator(
+        '[data-testid="quarantine-code"][data-code="event_unplanned"] [data-testid="quarantine-code-count"]',
+      );
+    await expect.poll(() => count().textContent()).toBe('1');
+    // Rejected while the page is open: the live totals show it, and the quarantine follows with no Refresh.
+    const second = serverEvent({ eventName: 'login' });
+    expect((await postBotApi(srv.url, own.token, { events: [second] })).status).toBeLessThan(500);
+    await expect.poll(() => count().textContent(), { timeout: 10_000 }).toBe('2');
+    await expect
+      .poll(() => attrs(byTestId('quarantine-row'), 'data-event-id'))
+      .toEqual([second.eventId, first.eventId]);
+
+    // Times: in UTC, said so, whatever the browser's zone (Tokyo here); each as the service stored it.
+    const utc = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+    const items = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/quarantine`)).body.items;
+    const received = await page
+      .locator('[data-testid="quarantine-row"] time')
+      .evaluateAll((ts) => ts.map((t) => [t.getAttribute('datetime'), t.textContent]));
+    expect(received).toEqual(
+      items.map((i: { receivedAt: string }) => [i.receivedAt, utc(new Date(i.receivedAt).toISOString())]),
+    );
+    await expect.poll(() => page.locator('#live-updated').textContent()).toMatch(/^Updated \d\d:\d\d:\d\d UTC$/);
+    const stats = (await admin(srv.url, 'GET', `/admin/projects/${own.projectId}/stats`)).body;
+    expect(await page.locator('#live-since').textContent()).toBe(
+      `Totals since this instance started, ${utc(new Date(stats.since).toISOString())}.`,
+    );
     expect(pageProblems).toEqual([]);
   });
 
@@ -1039,6 +1098,42 @@ describe('admin page', () => {
     await byTestId('funnel-step-filter').nth(1).fill('amount >');
     await byTestId('funnel-run').click();
     await expect.poll(() => byTestId('funnel-status').textContent()).toContain('is not a filter');
+
+    // A range whose first and last days have events: every bar whole (none cut in half at the plot's edges), and the
+    // charts as wide as their section (no empty strip on the right). Read from the pixels drawn.
+    await byTestId('report-days').selectOption('0');
+    await byTestId('report-from').fill(day(5));
+    await byTestId('report-to').fill(day(1));
+    await byTestId('report-apply').click();
+    await expect.poll(() => byTestId('reports-status').textContent()).toContain(`${day(5)} to ${day(1)}`);
+    const drawn = await page.evaluate(`(() => {
+      const chart = document.querySelector('[data-testid="report-events"] .uplot');
+      const canvas = chart.querySelector('canvas');
+      const over = chart.querySelector('.u-over');
+      const k = canvas.width / canvas.clientWidth;
+      const y = Math.round((over.offsetTop + over.offsetHeight - 2) * k);
+      const row = canvas.getContext('2d').getImageData(0, y, canvas.width, 1).data;
+      const ticks = canvas.getContext('2d').getImageData(0, Math.round((over.offsetTop + over.offsetHeight + 4) * k), canvas.width, 1).data;
+      const runs = [];
+      const centres = [];
+      const marks = [];
+      let start = -1;
+      for (let x = 0; x <= canvas.width; x++) {
+        const i = x * 4;
+        const coloured = x < canvas.width && row[i + 3] > 0 &&
+          Math.max(row[i], row[i + 1], row[i + 2]) - Math.min(row[i], row[i + 1], row[i + 2]) > 80;
+        if (coloured && start < 0) start = x;
+        if (!coloured && start >= 0) { runs.push((x - start) / k); centres.push((x + start) / 2 / k); start = -1; }
+        if (x < canvas.width && ticks[i + 3] > 0) marks.push(x / k);
+      }
+      return { runs, centres, marks, chart: chart.clientWidth, section: document.getElementById('reports').clientWidth };
+    })()`);
+    const { runs, centres, marks, chart, section } = drawn as Record<string, number[]> & Record<string, number>;
+    expect(runs).toHaveLength(5);
+    expect(Math.max(...runs) - Math.min(...runs)).toBeLessThanOrEqual(2);
+    expect(chart).toBe(section);
+    // Each day's tick under its bar: days are UTC days, in Tokyo too.
+    expect(centres.map((c) => marks.some((m) => Math.abs(m - c) <= 1.5))).toEqual(centres.map(() => true));
 
     // A shorter range: fewer days, the same kind of numbers. A range chosen before it whose answer
     // arrives after (90 days, held here) is not drawn over it.

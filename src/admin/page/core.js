@@ -64,6 +64,15 @@ export const emptyQuarantine = (gen) => ({
   gen,
 });
 
+/** Views told when the quarantine may have changed behind them (set by the quarantine view). */
+const quarantineWatchers = /** @type {(() => void)[]} */ ([]);
+/** @param {() => void} fn */
+export const onQuarantineChange = (fn) => void quarantineWatchers.push(fn);
+/** The live totals counted new rejects, or a slow round came: what the quarantine shows may be stale. */
+export const quarantineChanged = () => {
+  for (const fn of quarantineWatchers) fn();
+};
+
 /** @returns {WatchView} */
 export const emptyWatch = () => ({ ws: null, paused: false, held: [], heldCount: 0, skipped: 0, hiddenTimer: null });
 
@@ -124,11 +133,20 @@ export function svg(tag, attrs = {}) {
 
 /** @param {unknown} n */
 export const fmt = (n) => (typeof n === 'number' ? n.toLocaleString() : String(n));
-/** @param {string} iso */
-export const fmtTime = (iso) => new Date(iso).toLocaleString();
-/** @param {string} iso @returns {HTMLTimeElement} */
-export const timeEl = (iso) => el('time', { datetime: iso }, fmtTime(iso));
-/** @param {string} iso */
-export const hhmm = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+/**
+ * Every time on the page in one form: UTC, as the reports' days are, and labelled so (a browser's locale and zone
+ * would show the same moment three ways). `part` picks the whole time, the clock alone, or hours and minutes.
+ * @param {string} iso @param {'full' | 'clock' | 'minute'} [part]
+ */
+export function fmtTime(iso, part = 'full') {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return String(iso);
+  const s = t.toISOString();
+  return part === 'minute'
+    ? s.slice(11, 16)
+    : `${part === 'clock' ? s.slice(11, 19) : `${s.slice(0, 10)} ${s.slice(11, 19)}`} UTC`;
+}
+/** @param {string} iso @param {'full' | 'clock'} [part] @returns {HTMLTimeElement} */
+export const timeEl = (iso, part = 'full') => el('time', { datetime: iso }, fmtTime(iso, part));
 /** @param {Bot} b */
 export const botLabel = (b) => b.name || 'Unnamed bot';

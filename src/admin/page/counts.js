@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: the counts and usage card refreshed every few seconds, and revenue.
-import { $, el, fmt, fmtTime, hhmm, LIVE_MS, SLOW_EVERY, state, svg } from './core.js';
+import { $, el, fmt, fmtTime, LIVE_MS, quarantineChanged, SLOW_EVERY, state, svg } from './core.js';
 import { api, ApiError, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 import { formatMoney } from './format.js';
 import { loadUsage, renderUsage, usageRequest } from './usage.js';
@@ -27,6 +27,12 @@ export function stopLive() {
   state.loop++;
 }
 
+/**
+ * The rejected total of the last round and its project.
+ * @type {{ projectId: string | null, count: number } | null}
+ */
+let seenRejected = null;
+
 /** @param {number} loop */
 async function tick(loop) {
   const projectId = state.projectId;
@@ -38,14 +44,21 @@ async function tick(loop) {
     slow ? loadRevenue() : undefined,
   ]);
   if (loop !== state.loop) return;
-  if (stats.status === 'fulfilled') renderStats(/** @type {ProjectStats} */ (stats.value));
+  if (stats.status === 'fulfilled') {
+    const s = /** @type {ProjectStats} */ (stats.value);
+    // New rejects here, or another instance's seen on a slow round: the quarantine's counts follow without a click.
+    const rejected = s.totals.rejected ?? 0;
+    if (seenRejected?.projectId === projectId && (slow || rejected !== seenRejected.count)) quarantineChanged();
+    seenRejected = { projectId, count: rejected };
+    renderStats(s);
+  }
   // A change saved meanwhile (an allowance, a replay) asked again: this answer would put back the old numbers.
   if (usage.status === 'fulfilled' && usageCurrent()) renderUsage(usage.value);
   const failed = [stats, usage].find((r) => r.status === 'rejected');
   if (failed && isSignedOutError(failed.reason)) return;
   $('live-updated').textContent = failed
     ? `Not updated: ${describe(failed.reason)}`
-    : `Updated ${new Date().toLocaleTimeString()}`;
+    : `Updated ${fmtTime(new Date().toISOString(), 'clock')}`;
   // A project that is gone will not come back: asking every 3 s would only repeat the 404.
   if (failed && failed.reason instanceof ApiError && failed.reason.status === 404) return;
   state.timer = setTimeout(() => tick(loop), LIVE_MS);
@@ -126,7 +139,7 @@ function renderChart(minutes) {
   minutes.forEach((m, i) => {
     const g = svg('g', { class: 'bar' });
     const title = svg('title');
-    title.textContent = `${hhmm(m.minute)}: ${m.accepted} accepted, ${m.rejected} rejected, ${m.duplicated} duplicated, ${m.storedNotBilled} stored not billed`;
+    title.textContent = `${fmtTime(m.minute, 'minute')} UTC: ${m.accepted} accepted, ${m.rejected} rejected, ${m.duplicated} duplicated, ${m.storedNotBilled} stored not billed`;
     // A full-height transparent hit area, so even an empty minute shows its tooltip.
     g.append(title, svg('rect', { x: i * slot, y: 0, width: slot, height: H, class: 'hit' }));
     let y = H;
@@ -142,8 +155,8 @@ function renderChart(minutes) {
   $('chart-max').textContent = `${fmt(max)} / min`;
   const first = minutes[0];
   const last = minutes[minutes.length - 1];
-  $('chart-start').textContent = first !== undefined ? hhmm(first.minute) : '';
-  $('chart-end').textContent = last !== undefined ? `${hhmm(last.minute)} (now)` : '';
+  $('chart-start').textContent = first !== undefined ? fmtTime(first.minute, 'minute') : '';
+  $('chart-end').textContent = last !== undefined ? `${fmtTime(last.minute, 'minute')} UTC (now)` : '';
 }
 
 async function loadRevenue() {

@@ -9,6 +9,24 @@ const KNOWN_CURRENCIES =
   typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
 
 /**
+ * The digits after the point of a currency's amounts (2 for USD, 0 for JPY), or null where amounts are whole counts
+ * shown with the code: Stars, codes Intl has no data for, malformed codes.
+ * @param {string} currency
+ * @returns {number | null}
+ */
+export function fractionDigits(currency) {
+  const code = String(currency).toUpperCase();
+  if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return null;
+  try {
+    return (
+      new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2
+    );
+  } catch {
+    return null; // a malformed code is a RangeError
+  }
+}
+
+/**
  * A total in the currency's smallest units (a number, or a decimal string beyond 2^53) as money:
  * 1999 USD is $19.99. The split into units and fraction is BigInt arithmetic, so a string loses no
  * digit; Intl only lays the parts out. Stars, unknown and invalid codes read "1,999 XTR".
@@ -21,20 +39,9 @@ export function formatMoney(amount, currency) {
     typeof amount === 'number' ? Number.isSafeInteger(amount) : typeof amount === 'string' && /^-?[0-9]+$/.test(amount);
   if (!valid) return `${String(amount)} ${currency}`;
   const minor = BigInt(/** @type {number | string} */ (amount));
-  const code = String(currency).toUpperCase();
-  const plain = () => `${new Intl.NumberFormat().format(minor)} ${currency}`;
-  if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return plain();
-  /** @type {Intl.NumberFormat} */
-  let nf;
-  /** @type {number} */
-  let digits;
-  try {
-    nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: code });
-    digits =
-      new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch {
-    return plain(); // a malformed code is a RangeError
-  }
+  const digits = fractionDigits(currency);
+  if (digits === null) return `${new Intl.NumberFormat().format(minor)} ${currency}`;
+  const nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: String(currency).toUpperCase() });
   const scale = 10n ** BigInt(digits);
   const negative = minor < 0n;
   const abs = negative ? -minor : minor;
@@ -47,6 +54,24 @@ export function formatMoney(amount, currency) {
     .formatToParts(negative ? (units === 0n ? -0 : -units) : units)
     .map((part) => (part.type === 'fraction' ? [...fraction].map((d) => digit.format(Number(d))).join('') : part.value))
     .join('');
+}
+
+/**
+ * An amount in whole units of the currency (a chart's scale: 17.98 for $17.98), as the axis labels it: "$17.98",
+ * "$20", or "1,500" where the axis is labelled with the code (Stars).
+ * @param {number} units
+ * @param {string} currency
+ * @returns {string}
+ */
+export function formatUnits(units, currency) {
+  const digits = fractionDigits(currency);
+  if (digits === null) return new Intl.NumberFormat().format(units);
+  return new Intl.NumberFormat(undefined, {
+    style: 'currency',
+    currency: String(currency).toUpperCase(),
+    minimumFractionDigits: 0,
+    maximumFractionDigits: digits,
+  }).format(units);
 }
 
 /**

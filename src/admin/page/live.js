@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: the live view, a WebSocket per viewer opened on request.
-import { $, el, emptyWatch, fmt, state, STORAGE_KEY } from './core.js';
+import { $, el, emptyWatch, fmt, state, STORAGE_KEY, timeEl } from './core.js';
 import { onSignOut, signOut } from './api.js';
 import { codeList, codesOf } from './format.js';
 
@@ -160,13 +160,7 @@ function watchRow(m) {
       'data-status': status,
       'data-event-id': typeof m.eventId === 'string' ? m.eventId : undefined,
     },
-    el(
-      'td',
-      { 'data-label': 'Time' },
-      typeof m.receivedAt === 'string'
-        ? el('time', { datetime: m.receivedAt }, new Date(m.receivedAt).toLocaleTimeString())
-        : text(null),
-    ),
+    el('td', { 'data-label': 'Time' }, typeof m.receivedAt === 'string' ? timeEl(m.receivedAt, 'clock') : text(null)),
     el('td', { 'data-label': 'Status' }, el('span', { class: `badge st-${status}` }, status)),
     el('td', { 'data-label': 'Event', 'data-testid': 'watch-name' }, text(name)),
     el('td', { 'data-label': 'Type' }, text(m.eventType)),

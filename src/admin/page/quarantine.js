@@ -1,6 +1,6 @@
 // @ts-check
 // The admin page: the quarantine (summary, pages, detail, dry-run then replay, delete).
-import { $, el, emptyQuarantine, fmt, fmtTime, state, timeEl } from './core.js';
+import { $, el, emptyQuarantine, fmt, fmtTime, onQuarantineChange, state, timeEl } from './core.js';
 import { api, busy, describe, flash, isSignedOutError, onSignOut } from './api.js';
 import { confirmable } from './confirm.js';
 import { codeList } from './format.js';
@@ -60,6 +60,28 @@ export async function loadQuarantine() {
     if (q.detailId !== null && !listed.has(q.detailId)) q.detailId = null;
     quarantineError('');
     renderQuarantine();
+  } catch (err) {
+    if (!isSignedOutError(err) && q === state.q && gen === q.gen)
+      quarantineError(`The quarantine could not be loaded: ${describe(err)}`);
+  }
+}
+
+/**
+ * The counts by code asked again; the list too while it shows its first page and no dry run is open, since loading
+ * it again keeps what is ticked and open but would drop pages loaded after the first or change a dry run's scope.
+ */
+async function refreshQuarantine() {
+  const projectId = state.projectId;
+  const q = state.q;
+  if (projectId === null || !q.loaded) return;
+  if (q.items.length <= Q_PAGE && q.preview === null) return loadQuarantine();
+  const gen = q.gen;
+  try {
+    /** @type {QuarantineCount[]} */
+    const summary = await api('GET', quarantinePath(projectId, '/summary'));
+    if (q !== state.q || gen !== q.gen) return;
+    q.summary = summary;
+    renderQuarantineSummary();
   } catch (err) {
     if (!isSignedOutError(err) && q === state.q && gen === q.gen)
       quarantineError(`The quarantine could not be loaded: ${describe(err)}`);
@@ -296,6 +318,7 @@ let showQuarantineDelete = () => {};
 /** Attaches the quarantine's buttons, reads the replay bound; a sign-out empties the view. */
 export function startQuarantine() {
   onSignOut(() => resetQuarantine());
+  onQuarantineChange(() => void refreshQuarantine());
   void readLimits();
   $('quarantine-detail-close').addEventListener('click', () => {
     const id = state.q.detailId;

@@ -6,7 +6,7 @@
 // it styles through the CSSOM, which the page's Content-Security-Policy allows.
 import { $, el, fmt, latestOnly, STORAGE_KEY, state } from './core.js';
 import { api, ApiError, describe, isSignedOutError, onSignOut } from './api.js';
-import { formatMoney } from './format.js';
+import { formatMoney, formatUnits, fractionDigits } from './format.js';
 // @ts-expect-error: served beside the page from node_modules/uplot (see src/admin/page-assets.ts); typed loosely here.
 import uPlot from './uplot.js';
 
@@ -45,6 +45,20 @@ const DAY_SERIES = {
     const t = u.data[0]?.[shownAt(u, k)];
     return t === null || t === undefined ? '' : new Date(t * 1000).toISOString().slice(0, 10);
   },
+};
+/**
+ * Every chart's days: the scale reaches half a day past the first and last, so their bars are whole and the plot
+ * ends where the range does.
+ */
+const DAY_SCALE = {
+  time: true,
+  /** @param {unknown} _u @param {number} min @param {number} max @returns {[number, number]} */
+  range: (_u, min, max) => [min - DAY_S / 2, max + DAY_S / 2],
+};
+/** Ticks on UTC days, the reports' days, whatever the browser's zone (uPlot places them in local time otherwise). */
+const UTC_DAYS = {
+  /** @param {number} ts */
+  tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
 };
 /** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 const DAY_AXIS = {
@@ -123,8 +137,9 @@ export async function loadReports(range = shown ?? lastDays(Number($('report-day
   }
 }
 
+/** Charts are as wide as their section, so no strip of it stays empty on a wide screen. */
 function width() {
-  return Math.max(280, Math.min(900, $('reports').clientWidth - 40));
+  return Math.max(280, $('reports').clientWidth);
 }
 
 /**
@@ -144,6 +159,7 @@ function stackedBars(xs, bands, target, height, yAxis = {}) {
   const order = bands.map((_, i) => bands.length - 1 - i);
   return new uPlot(
     {
+      ...UTC_DAYS,
       width: width(),
       height,
       series: [
@@ -153,12 +169,13 @@ function stackedBars(xs, bands, target, height, yAxis = {}) {
           stroke: bands[i]?.color,
           fill: bands[i]?.color,
           paths: uPlot.paths.bars({ size: [0.8, 40] }),
+          points: { show: false },
           /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
           value: (u, _v, _si, k) => fmt(bands[i]?.values[shownAt(u, k)] ?? 0),
         })),
       ],
       axes: [DAY_AXIS, yAxis],
-      scales: { x: { time: true } },
+      scales: { x: DAY_SCALE },
     },
     [xs, ...order.map((i) => stacked[i])],
     target,
@@ -186,7 +203,7 @@ function draw(daily, revenue, campaigns) {
     ),
   );
   const totalEvents = daily.reduce((n, d) => n + d.events, 0);
-  $('report-events-total').textContent = `${fmt(totalEvents)} events`;
+  $('report-events-total').textContent = `${fmt(totalEvents)} ${totalEvents === 1 ? 'event' : 'events'}`;
   $('report-events-total').setAttribute('data-value', String(totalEvents));
   // No events: what to send, not an empty grid.
   $('reports-empty').hidden = totalEvents > 0;
@@ -194,6 +211,7 @@ function draw(daily, revenue, campaigns) {
   charts.push(
     new uPlot(
       {
+        ...UTC_DAYS,
         width: width(),
         height: 200,
         series: [
@@ -202,7 +220,7 @@ function draw(daily, revenue, campaigns) {
           { label: 'new users', stroke: '#2da44e', width: 2, ...LINE_VALUE },
         ],
         axes: [DAY_AXIS, {}],
-        scales: { x: { time: true } },
+        scales: { x: DAY_SCALE },
       },
       [xs, daily.map((d) => d.activeUsers), daily.map((d) => d.newUsers)],
       $('report-users'),
@@ -212,31 +230,13 @@ function draw(daily, revenue, campaigns) {
   $('report-users-total').textContent = `${fmt(newUsers)} new users`;
   $('report-users-total').setAttribute('data-value', String(newUsers));
 
-  // Net revenue per day, one line per currency, in its own units (whole stars for XTR).
-  if (revenue.length > 0) {
-    charts.push(
-      new uPlot(
-        {
-          width: width(),
-          height: 200,
-          series: [
-            DAY_SERIES,
-            ...revenue.map((r, i) => ({
-              label: r.currency,
-              stroke: COLORS[i % COLORS.length],
-              width: 2,
-              /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
-              value: (u, _v, _si, k) => formatMoney(r.days[shownAt(u, k)]?.netAmount ?? 0, r.currency),
-            })),
-          ],
-          axes: [DAY_AXIS, {}],
-          scales: { x: { time: true } },
-        },
-        [xs, ...revenue.map((r) => r.days.map((d) => Number(d.netAmount)))],
-        $('report-revenue'),
-      ),
-    );
-  } else $('report-revenue').replaceChildren(el('p', { class: 'muted' }, 'No payments in this range.'));
+  // Net revenue per day: a chart per currency, its axis in that currency's units and labelled with it (cents and
+  // stars on one unlabelled axis read as one figure).
+  $('report-revenue').replaceChildren(
+    ...(revenue.length > 0
+      ? revenue.map(revenueChart(xs))
+      : [el('p', { class: 'muted' }, 'No payments in this range.')]),
+  );
   $('report-revenue-total').replaceChildren(
     ...revenue.map((r) =>
       el(
@@ -263,12 +263,66 @@ function draw(daily, revenue, campaigns) {
   $('campaigns-empty').hidden = campaigns.length > 0;
 }
 
+/** Whole units where the currency has no smaller one (Stars, yen): no tick at half a star. */
+const wholeIncrs = () => Array.from({ length: 16 }, (_, p) => [1, 2, 5].map((m) => m * 10 ** p)).flat();
+
+/**
+ * A currency's net revenue per day as a line in its units; the chart's label names the axis's first and last marks,
+ * which are drawn on the canvas. @param {number[]} xs @returns {(r: RevenueLine, i: number) => HTMLElement}
+ */
+const revenueChart = (xs) => (r, i) => {
+  const digits = fractionDigits(r.currency);
+  const box = el('div', { role: 'img', 'data-testid': 'report-revenue-chart', 'data-currency': r.currency });
+  const axisWidth = (/** @type {string[] | null} */ labels) =>
+    labels ? 24 + 7 * Math.max(4, ...labels.map((l) => l.length)) : 60;
+  charts.push(
+    new uPlot(
+      {
+        ...UTC_DAYS,
+        width: width(),
+        height: 160,
+        series: [
+          DAY_SERIES,
+          {
+            label: r.currency,
+            stroke: COLORS[i % COLORS.length],
+            width: 2,
+            /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+            value: (u, _v, _si, k) => formatMoney(r.days[shownAt(u, k)]?.netAmount ?? 0, r.currency),
+          },
+        ],
+        axes: [
+          DAY_AXIS,
+          {
+            label: r.currency,
+            size: (/** @type {unknown} */ _u, /** @type {string[] | null} */ labels) => axisWidth(labels),
+            ...(digits === null || digits === 0 ? { incrs: wholeIncrs() } : {}),
+            /** @param {unknown} _u @param {number[]} ticks */
+            values: (_u, ticks) => {
+              const labels = ticks.map((t) => formatUnits(t, r.currency));
+              box.setAttribute(
+                'aria-label',
+                `Net revenue per day in ${r.currency}, its axis marked from ${labels[0] ?? ''} to ${labels.at(-1) ?? ''}`,
+              );
+              return labels;
+            },
+          },
+        ],
+        scales: { x: DAY_SCALE },
+      },
+      [xs, r.days.map((d) => Number(d.netAmount) / 10 ** (digits ?? 0))],
+      box,
+    ),
+  );
+  return box;
+};
+
 /** Sessions per day stacked by platform, and their median and 90th-percentile lengths. @param {SessionsRow[]} rows */
 function drawSessions(rows) {
   for (const id of ['report-sessions', 'report-session-lengths']) $(id).replaceChildren();
   const xs = rows.map((d) => Date.parse(`${d.day}T00:00:00Z`) / 1000);
   const total = rows.reduce((n, d) => n + d.sessions, 0);
-  $('report-sessions-total').textContent = `${fmt(total)} sessions`;
+  $('report-sessions-total').textContent = `${fmt(total)} ${total === 1 ? 'session' : 'sessions'}`;
   $('report-sessions-total').setAttribute('data-value', String(total));
   if (total === 0) {
     $('report-sessions').replaceChildren(el('p', { class: 'muted' }, 'No mini-app sessions in this range.'));
@@ -290,6 +344,7 @@ function drawSessions(rows) {
   charts.push(
     new uPlot(
       {
+        ...UTC_DAYS,
         width: width(),
         height: 160,
         series: [
@@ -298,7 +353,7 @@ function drawSessions(rows) {
           { label: '90th percentile, s', stroke: '#8250df', width: 2, ...LINE_VALUE },
         ],
         axes: [DAY_AXIS, {}],
-        scales: { x: { time: true } },
+        scales: { x: DAY_SCALE },
       },
       [xs, rows.map((d) => d.medianDurationS), rows.map((d) => d.p90DurationS)],
       $('report-session-lengths'),
