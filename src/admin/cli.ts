@@ -233,9 +233,6 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
         },
       };
     }
-    case 'export ':
-    case `export ${verb}`:
-      return { method: 'GET', path: `/admin/projects/${encodeURIComponent(need(verb, 'projectId'))}/export` };
     case 'plan get':
       return { method: 'GET', path: `/admin/projects/${need(p[0], 'projectId')}/tracking-plan` };
     case 'plan put':
@@ -293,9 +290,13 @@ export function plan(argv: string[]): { method: string; path: string; body?: unk
       return { method: 'DELETE', path: `/admin/projects/${need(p[0], 'projectId')}/quarantine${query}` };
     }
     default:
-      if (noun === 'stats') {
+      // A project's one-word reads: `stats <projectId>`, `export <projectId>`.
+      if (noun === 'stats' || noun === 'export') {
         const { positional } = options(argv.slice(1));
-        return { method: 'GET', path: `/admin/projects/${encodeURIComponent(need(positional[0], 'projectId'))}/stats` };
+        return {
+          method: 'GET',
+          path: `/admin/projects/${encodeURIComponent(need(positional[0], 'projectId'))}/${noun}`,
+        };
       }
       throw new UsageError(argv.length === 0 ? 'no command given' : `unknown command "${key.trim()}"`);
   }

@@ -2,14 +2,14 @@
 // windows not yet published too) is written again without them, and the erasure counts the files. It runs after the
 // eraser has deleted their rows and holds the lake's writer lock, so no export that read their rows before the
 // deletion is still writing; an export after it reads them deleted.
-import { existsSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { renameSync, unlinkSync } from 'node:fs';
 import type { Tx } from '../db/connect.js';
 import type { ErasureJob, ErasurePart, ErasureStep } from '../db/erasure.js';
 import { STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import { LAKE_WRITER_LOCK } from '../db/locks.js';
 import type { Logger } from '../base/log.js';
 import { type LakeEngine, literal } from './engine.js';
+import { filesUnder } from './files.js';
 import { type Dataset, projectDir } from './layout.js';
 import { PARQUET, USER_COLUMN } from './rows.js';
 
@@ -38,8 +38,8 @@ async function step(
   let rewritten = 0;
   for (const dataset of ['events', 'users'] as const) {
     // A rewrite a crash interrupted left its half-written file: it may hold the users.
-    for (const f of filesOf(projectDir(dir, dataset, job.projectId), '.erasing')) unlinkSync(f);
-    const files = filesOf(projectDir(dir, dataset, job.projectId));
+    for (const f of filesUnder(projectDir(dir, dataset, job.projectId), '.erasing')) unlinkSync(f);
+    const files = filesUnder(projectDir(dir, dataset, job.projectId));
     if (files.length === 0) continue;
     const holding = await filesHolding(engine, dataset, files, job.userIds);
     for (const file of holding) {
@@ -52,15 +52,6 @@ async function step(
     log.info({ erasureId: job.erasureId, files: rewritten }, 'lake files rewritten without the erased users');
   }
   return null;
-}
-
-/** Every Parquet file under a project's directory (published or not), or those of another suffix. */
-function filesOf(root: string, suffix = '.parquet'): string[] {
-  if (!existsSync(root)) return [];
-  return readdirSync(root, { recursive: true, encoding: 'utf8' })
-    .filter((n) => n.endsWith(suffix))
-    .map((n) => join(root, n))
-    .sort();
 }
 
 const ids = (userIds: string[]) => `[${userIds.map((u) => `${BigInt(u)}::BIGINT`).join(', ')}]`;

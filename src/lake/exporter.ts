@@ -75,6 +75,11 @@ export class LakeExporter {
   private lastNew = 0;
   /** The span of time one history window covers: halved while windows hold too many rows, doubled while few. */
   private historySpanMs = 86_400_000;
+  /**
+   * The oldest received_at stored (ms, null when none), read once per lake: finding it scans the oldest partition,
+   * and rows are only ever received later (retention makes it later still, which a window past it covers).
+   */
+  private oldest: { lakeId: string; ms: number | null } | null = null;
   /** Seconds from the watermark to now, as last read; null before the first read. */
   get lagSeconds(): number | null {
     return this.watermarkMs === null ? null : Math.max(0, (Date.now() - this.watermarkMs) / 1000);
@@ -274,7 +279,8 @@ export class LakeExporter {
     const to = lake.historyFrom;
     let from = lake.historyPending;
     if (from === null) {
-      const oldest = await oldestReceived(sql);
+      if (this.oldest?.lakeId !== lake.lakeId) this.oldest = { lakeId: lake.lakeId, ms: await oldestReceived(sql) };
+      const oldest = this.oldest.ms;
       if (oldest === null || !(oldest < Date.parse(to))) {
         await sql`UPDATE lake_dirs SET history_from = '-infinity' WHERE lake_id = ${lake.lakeId}::uuid`;
         this.log.info({ lakeId: lake.lakeId }, 'lake history exported');
@@ -282,7 +288,7 @@ export class LakeExporter {
       }
       for (;;) {
         const start = Math.max(oldest, Date.parse(to) - this.historySpanMs);
-        from = start === oldest ? await isoOfOldest(sql) : new Date(start).toISOString();
+        from = new Date(start).toISOString();
         const [c] = await sql<{ n: number }[]>`
           SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::text::timestamptz AND received_at < ${to}::text::timestamptz`;
         if (c!.n > this.opts.maxRows && this.historySpanMs > 1000) this.historySpanMs /= 2;
@@ -498,19 +504,14 @@ function removeStaleStaging(root: string, own: string): void {
   }
 }
 
-/** The oldest received_at stored (ms), from the oldest partition that holds a row. */
+/** The oldest received_at stored (ms, cut down to one: a window from it holds the row), from the oldest partition holding one. */
 async function oldestReceived(sql: Sql): Promise<number | null> {
-  const iso = await isoOfOldest(sql);
-  return iso === null ? null : Date.parse(iso);
-}
-
-async function isoOfOldest(sql: Sql): Promise<string> {
   const parts = await sql<{ name: string }[]>`
     SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
     WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{4}_[0-9]{2}$' ORDER BY 1`;
   for (const { name } of parts) {
     const [m] = await sql.unsafe<{ at: string | null }[]>(`SELECT ${ISO('min(received_at)')} AS at FROM ${name}`);
-    if (m?.at) return m.at;
+    if (m?.at) return Date.parse(m.at);
   }
-  return null as unknown as string;
+  return null;
 }

@@ -55,6 +55,15 @@ export function parquetIn(dir: string): string[] {
     .sort();
 }
 
+/** Every file under a directory, at any depth, whose name ends with `suffix` (published or not), sorted. */
+export function filesUnder(root: string, suffix = '.parquet'): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((n) => n.endsWith(suffix))
+    .map((n) => join(root, n))
+    .sort();
+}
+
 /** A project's files in the lake (events and users snapshots) and their bytes. */
 export function projectFiles(root: string, projectId: string): { files: number; bytes: number } {
   let files = 0;

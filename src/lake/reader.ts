@@ -1,12 +1,11 @@
 // The lake as a query reads it: the published files of a project, and the rows the watermark has not reached yet
 // (received since, or before the history's end) from the database, both taken under LAKE_PUBLISH_LOCK shared, so
 // that together they hold every stored row once.
-import { existsSync, readdirSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { Sql } from '../db/connect.js';
 import { LAKE_PUBLISH_LOCK } from '../db/locks.js';
 import { literal } from './engine.js';
-import { copyToCsv, readLakeId } from './files.js';
+import { copyToCsv, filesUnder, readLakeId } from './files.js';
 import { isPublished, parseFile, projectDir, STAMP_SQL } from './layout.js';
 import { EVENT_CSV_SELECT } from './rows.js';
 
@@ -49,7 +48,7 @@ export async function lakeView(
         return null;
       }
       const published = { exportedBefore: lake.before, historyFrom: lake.history };
-      const files = eventFiles(projectDir(dir, 'events', projectId)).filter((f) => {
+      const files = filesUnder(projectDir(dir, 'events', projectId)).filter((f) => {
         const parsed = parseFile(basename(f));
         return parsed !== null && isPublished(parsed, published);
       });
@@ -71,12 +70,4 @@ export async function lakeView(
   } finally {
     conn.release();
   }
-}
-
-function eventFiles(root: string): string[] {
-  if (!existsSync(root)) return [];
-  return readdirSync(root, { recursive: true, encoding: 'utf8' })
-    .filter((n) => n.endsWith('.parquet'))
-    .map((n) => join(root, n))
-    .sort();
 }
