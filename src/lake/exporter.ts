@@ -69,12 +69,13 @@ export async function readLake(sql: Sql, lakeId: string): Promise<LakeRow | null
  * a busy process.
  */
 type Turn = 'idle' | 'more' | 'deferred';
+const DAY_MS = 86_400_000;
 
 export class LakeExporter {
   private readonly every: Every;
   private lastNew = 0;
   /** The span of time one history window covers: halved while windows hold too many rows, doubled while few. */
-  private historySpanMs = 86_400_000;
+  private historySpanMs = DAY_MS;
   /**
    * The oldest received_at stored (ms, null when none), read once per lake: finding it scans the oldest partition,
    * and rows are only ever received later (retention makes it later still, which a window past it covers).
@@ -287,13 +288,17 @@ export class LakeExporter {
         return false;
       }
       for (;;) {
-        const start = Math.max(oldest, Date.parse(to) - this.historySpanMs);
+        // Whole UTC days where the span allows: each closed day then ends as one file, which becomes the day's by a
+        // rename rather than by a rewrite.
+        const earliest = Math.max(oldest, Date.parse(to) - this.historySpanMs);
+        const midnight = Math.ceil(earliest / DAY_MS) * DAY_MS;
+        const start = midnight > earliest && midnight < Date.parse(to) ? midnight : earliest;
         from = new Date(start).toISOString();
         const [c] = await sql<{ n: number }[]>`
           SELECT count(*)::float8 AS n FROM events WHERE received_at >= ${from}::text::timestamptz AND received_at < ${to}::text::timestamptz`;
         if (c!.n > this.opts.maxRows && this.historySpanMs > 1000) this.historySpanMs /= 2;
         else {
-          if (c!.n < this.opts.maxRows / 4 && this.historySpanMs < 30 * 86_400_000) this.historySpanMs *= 2;
+          if (c!.n < this.opts.maxRows / 4 && this.historySpanMs < 30 * DAY_MS) this.historySpanMs *= 2;
           break;
         }
       }
@@ -381,6 +386,11 @@ export class LakeExporter {
         const joined = dayFile(day);
         if (names.length <= 1 && (names.length === 0 || names[0] === joined)) continue;
         const others = names.filter((n) => n !== joined);
+        if (names.length === 1) {
+          // The day's only file (a history window of whole days) is already what a join would write.
+          await this.underPublish(() => renameSync(join(dir, names[0]!), join(dir, joined)));
+          return true;
+        }
         if (names.includes(joined)) {
           // A join a crash interrupted after its file was in place: the others are in it already.
           await this.underPublish(() => {
