@@ -15,6 +15,11 @@
 // copy resumes the socket. And a stream its reader destroyed (a disk full under the file it was written to) no longer
 // pauses the socket: its data is dropped, and the connection reads on to the copy's end.
 //
+// A third, of reserve() (porsager/postgres#1195): a reserve waiting for a connection that the server then ends is taken
+// off the queue and handed to the reconnect, which drops it (a reserve is expected to stay queued): the reserve never
+// settles, and whoever waits on it (the lake's export, a funnel) waits for ever. The reconnect now resolves a reserve
+// handed to it once the connection is ready, or rejects it if the connection fails, as it does a query.
+//
 // Each edit is applied only to the exact text it expects and is idempotent; a driver whose text differs (a new
 // version) fails the install loudly, so the patch is reviewed again rather than silently lost.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -46,7 +51,34 @@ const EDITS = [
   ],
 ];
 
-for (const file of ['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js']) {
+const RESERVE_MARK = '/* tg-ingest: porsager/postgres#1195 */';
+// A reserve the pool hands to a reconnect (it is no longer queued) is marked so, and the reconnect resolves it once the
+// connection is ready; a reserve still queued (reserve()'s own connect) is left to the queue, as before.
+const INDEX_EDITS = [
+  [
+    '    queries.length && connect(c, queries.shift())\n  }',
+    `    queries.length && connect(c, ((q) => (q.reserve && (q.handed = true), q))(queries.shift())) ${RESERVE_MARK}\n  }`,
+  ],
+];
+EDITS.push(
+  [
+    '        initial.reserve && (initial = null)\n        return fetchArrayTypes()',
+    `        initial.reserve && !initial.handed && (initial = null) ${RESERVE_MARK}\n        return fetchArrayTypes()`,
+  ],
+  [
+    '      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      return',
+    `      const handed = initial.reserve && initial.handed ? initial : null ${RESERVE_MARK}\n      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      handed && handed.reserve(connection)\n      return`,
+  ],
+);
+
+const FILES = [
+  ['node_modules/postgres/src/connection.js', EDITS],
+  ['node_modules/postgres/cjs/src/connection.js', EDITS],
+  ['node_modules/postgres/src/index.js', INDEX_EDITS],
+  ['node_modules/postgres/cjs/src/index.js', INDEX_EDITS],
+];
+
+for (const [file, edits] of FILES) {
   const path = join(ROOT, file);
   let text;
   try {
@@ -55,7 +87,7 @@ for (const file of ['node_modules/postgres/src/connection.js', 'node_modules/pos
     continue; // not installed (yet): nothing to mend
   }
   const before = text;
-  for (const [from, to] of EDITS) {
+  for (const [from, to] of edits) {
     if (text.includes(to)) continue;
     if (!text.includes(from)) {
       process.stderr.write(`patch-postgres: ${file} does not hold the text this patch mends; review scripts/patch-postgres.mjs\n`);
