@@ -20,6 +20,16 @@
 // settles, and whoever waits on it (the lake's export, a funnel) waits for ever. The reconnect now resolves a reserve
 // handed to it once the connection is ready, or rejects it if the connection fails, as it does a query.
 //
+// With a reserve now handed a reconnected connection, the holder whose connection was cut must not use it: its queries
+// were sent on the new session (inside another holder's transaction) and its release() gave the new holder's
+// connection to the pool. A reservation now ends with its connection: its queries are rejected CONNECTION_CLOSED and
+// its release() does nothing.
+//
+// A fourth, of a `socket` option (src/db/connect.ts gives one, for TCP_NODELAY): when it cannot make a socket (the
+// database refuses connections, as during a restart), the connection was left "connecting" for ever, with no close
+// and no retry: each such attempt lost the pool a connection, and a pool of one stopped for good. It now closes, and
+// the pool retries it after the backoff, as after any other failed connect.
+//
 // Each edit is applied only to the exact text it expects and is idempotent; a driver whose text differs (a new
 // version) fails the install loudly, so the patch is reviewed again rather than silently lost.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -28,6 +38,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const MARK = '/* tg-ingest: porsager/postgres#1154 */';
+const RESERVE_MARK = '/* tg-ingest: porsager/postgres#1195 */';
+const FENCE_MARK = '/* tg-ingest: a reservation ends with its connection */';
+const SOCKET_MARK = '/* tg-ingest: a socket that could not be made closes its connection */';
 const EDITS = [
   [
     '  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)',
@@ -49,27 +62,42 @@ const EDITS = [
     '  function CopyData(x) {\n    stream && (stream.push(x.subarray(5)) || socket.pause())\n  }',
     `  function CopyData(x) {\n    stream && (stream.push(x.subarray(5)) || stream.destroyed || socket.pause()) /* tg-ingest: copy-out to a destroyed stream */\n  }`,
   ],
-];
-
-const RESERVE_MARK = '/* tg-ingest: porsager/postgres#1195 */';
-// A reserve the pool hands to a reconnect (it is no longer queued) is marked so, and the reconnect resolves it once the
-// connection is ready; a reserve still queued (reserve()'s own connect) is left to the queue, as before.
-const INDEX_EDITS = [
-  [
-    '    queries.length && connect(c, queries.shift())\n  }',
-    `    queries.length && connect(c, ((q) => (q.reserve && (q.handed = true), q))(queries.shift())) ${RESERVE_MARK}\n  }`,
-  ],
-];
-EDITS.push(
   [
     '        initial.reserve && (initial = null)\n        return fetchArrayTypes()',
     `        initial.reserve && !initial.handed && (initial = null) ${RESERVE_MARK}\n        return fetchArrayTypes()`,
   ],
   [
     '      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      return',
-    `      const handed = initial.reserve && initial.handed ? initial : null ${RESERVE_MARK}\n      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      handed && handed.reserve(connection)\n      return`,
+    `      const handed = initial.reserve && initial.handed ? initial : null ${RESERVE_MARK}\n      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      handed && (handed.settled ? onopen(connection) : handed.reserve(connection))\n      return`,
   ],
-);
+  [
+    '    } catch (e) {\n      error(e)\n      return\n    }',
+    `    } catch (e) {\n      error(e)\n      closedTime = performance.now() ${SOCKET_MARK}\n      options.shared.retries++\n      delay = (typeof backoff === 'function' ? backoff(options.shared.retries) : backoff) * 1000\n      onclose(connection, e)\n      return\n    }`,
+  ],
+];
+
+// A reserve the pool hands to a reconnect (taken off the queue) is marked so, and the reconnect resolves it once the
+// connection is ready; one still queued (reserve()'s own connect) is left to the queue, as before. A reserve is
+// answered once: one already answered (by another connection, or rejected by its own failed connect) is passed over,
+// and a connection that finds it answered opens as usual instead of waiting for ever.
+const INDEX_EDITS = [
+  [
+    '        const query = { reserve: resolve, reject }',
+    `        const query = { reserve: (c) => (query.settled = true, resolve(c)), reject: (e) => (query.settled = true, reject(e)) } ${RESERVE_MARK}`,
+  ],
+  [
+    '  function onopen(c) {\n    if (queries.length === 0)\n      return move(c, open)\n\n    let max = Math.ceil(queries.length / (connecting.length + 1))\n      , ready = true\n\n    while (ready && queries.length && max-- > 0) {\n      const query = queries.shift()\n      if (query.reserve)\n        return query.reserve(c)\n\n      ready = c.execute(query)\n    }\n\n    ready\n      ? move(c, busy)\n      : move(c, full)\n  }',
+    `  function onopen(c) { ${RESERVE_MARK}\n    let max = Math.ceil(queries.length / (connecting.length + 1))\n      , ready = true\n      , ran = false\n\n    while (ready && queries.length && max > 0) {\n      const query = queries.shift()\n      if (query.reserve && query.settled)\n        continue\n      if (query.reserve)\n        return query.reserve(c)\n\n      ready = c.execute(query)\n      ran = true\n      max--\n    }\n\n    !ran\n      ? move(c, open)\n      : ready\n        ? move(c, busy)\n        : move(c, full)\n  }`,
+  ],
+  [
+    '    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full',
+    `    const mine = c.reserved ${FENCE_MARK}\n    const sql = Sql(handler)\n    sql.release = () => {\n      if (c.reserved !== mine)\n        return\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      if (c.reserved !== mine)\n        return q.reject(Errors.connection('CONNECTION_CLOSED', options))\n      c.queue === full`,
+  ],
+  [
+    '    queries.length && connect(c, queries.shift())\n  }',
+    `    let q = queries.length ? queries.shift() : null ${RESERVE_MARK}\n    while (q && q.reserve && q.settled)\n      q = queries.length ? queries.shift() : null\n    q && connect(c, q.reserve ? (q.handed = true, q) : q)\n  }`,
+  ],
+];
 
 const FILES = [
   ['node_modules/postgres/src/connection.js', EDITS],
