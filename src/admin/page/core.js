@@ -64,11 +64,11 @@ export const emptyQuarantine = (gen) => ({
   gen,
 });
 
-/** Views told when the quarantine may have changed behind them (set by the quarantine view). */
+/** Views told when the quarantine may have changed behind them. */
 const quarantineWatchers = /** @type {(() => void)[]} */ ([]);
 /** @param {() => void} fn */
 export const onQuarantineChange = (fn) => void quarantineWatchers.push(fn);
-/** The live totals counted new rejects, or a slow round came: what the quarantine shows may be stale. */
+/** The quarantine may hold more than the page shows. */
 export const quarantineChanged = () => {
   for (const fn of quarantineWatchers) fn();
 };
@@ -135,16 +135,16 @@ export function svg(tag, attrs = {}) {
 export const fmt = (n) => (typeof n === 'number' ? n.toLocaleString() : String(n));
 /**
  * Every time on the page in one form: UTC, as the reports' days are, and labelled so (a browser's locale and zone
- * would show the same moment three ways). `part` picks the whole time, the clock alone, or hours and minutes.
- * @param {string} iso @param {'full' | 'clock' | 'minute'} [part]
+ * would show the same moment three ways). `part` picks the whole time, the clock alone, or bare hours and minutes
+ * (a chart's axis, labelled UTC where it ends).
+ * @param {string} iso @param {'full' | 'clock' | 'hhmm'} [part]
  */
 export function fmtTime(iso, part = 'full') {
   const t = new Date(iso);
   if (Number.isNaN(t.getTime())) return String(iso);
   const s = t.toISOString();
-  return part === 'minute'
-    ? s.slice(11, 16)
-    : `${part === 'clock' ? s.slice(11, 19) : `${s.slice(0, 10)} ${s.slice(11, 19)}`} UTC`;
+  if (part === 'hhmm') return s.slice(11, 16);
+  return `${part === 'clock' ? s.slice(11, 19) : `${s.slice(0, 10)} ${s.slice(11, 19)}`} UTC`;
 }
 /** @param {string} iso @param {'full' | 'clock'} [part] @returns {HTMLTimeElement} */
 export const timeEl = (iso, part = 'full') => el('time', { datetime: iso }, fmtTime(iso, part));

@@ -28,10 +28,10 @@ export function stopLive() {
 }
 
 /**
- * The rejected total of the last round and its project.
- * @type {{ projectId: string | null, count: number } | null}
+ * The rejected total each instance last gave, by project and instance start (the most recent 16).
+ * @type {Map<string, number>}
  */
-let seenRejected = null;
+const seenRejected = new Map();
 
 /** @param {number} loop */
 async function tick(loop) {
@@ -46,10 +46,15 @@ async function tick(loop) {
   if (loop !== state.loop) return;
   if (stats.status === 'fulfilled') {
     const s = /** @type {ProjectStats} */ (stats.value);
-    // New rejects here, or another instance's seen on a slow round: the quarantine's counts follow without a click.
+    // More rejects on this instance than it last said, or a slow round (another instance's): the quarantine follows
+    // without a click. Totals are per instance (since it started), and behind a balancer answers alternate.
+    const instance = `${projectId} ${s.since}`;
     const rejected = s.totals.rejected ?? 0;
-    if (seenRejected?.projectId === projectId && (slow || rejected !== seenRejected.count)) quarantineChanged();
-    seenRejected = { projectId, count: rejected };
+    const before = seenRejected.get(instance);
+    if (before !== undefined && (rejected > before || slow)) quarantineChanged();
+    seenRejected.delete(instance);
+    seenRejected.set(instance, rejected);
+    if (seenRejected.size > 16) seenRejected.delete(seenRejected.keys().next().value ?? '');
     renderStats(s);
   }
   // A change saved meanwhile (an allowance, a replay) asked again: this answer would put back the old numbers.
@@ -139,7 +144,7 @@ function renderChart(minutes) {
   minutes.forEach((m, i) => {
     const g = svg('g', { class: 'bar' });
     const title = svg('title');
-    title.textContent = `${fmtTime(m.minute, 'minute')} UTC: ${m.accepted} accepted, ${m.rejected} rejected, ${m.duplicated} duplicated, ${m.storedNotBilled} stored not billed`;
+    title.textContent = `${fmtTime(m.minute, 'hhmm')} UTC: ${m.accepted} accepted, ${m.rejected} rejected, ${m.duplicated} duplicated, ${m.storedNotBilled} stored not billed`;
     // A full-height transparent hit area, so even an empty minute shows its tooltip.
     g.append(title, svg('rect', { x: i * slot, y: 0, width: slot, height: H, class: 'hit' }));
     let y = H;
@@ -155,8 +160,8 @@ function renderChart(minutes) {
   $('chart-max').textContent = `${fmt(max)} / min`;
   const first = minutes[0];
   const last = minutes[minutes.length - 1];
-  $('chart-start').textContent = first !== undefined ? fmtTime(first.minute, 'minute') : '';
-  $('chart-end').textContent = last !== undefined ? `${fmtTime(last.minute, 'minute')} UTC (now)` : '';
+  $('chart-start').textContent = first !== undefined ? fmtTime(first.minute, 'hhmm') : '';
+  $('chart-end').textContent = last !== undefined ? `${fmtTime(last.minute, 'hhmm')} UTC (now)` : '';
 }
 
 async function loadRevenue() {

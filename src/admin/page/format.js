@@ -4,6 +4,8 @@ import { el } from './core.js';
 
 /** The messenger's Stars: not an ISO 4217 code, and counted in whole stars. */
 const STARS = 'XTR';
+/** A currency as Intl names it. @param {string} currency */
+const codeOf = (currency) => String(currency).toUpperCase();
 /** Codes Intl has data for; it would otherwise format any well-formed code with 2 made-up decimals. */
 const KNOWN_CURRENCIES =
   typeof Intl.supportedValuesOf === 'function' ? new Set(Intl.supportedValuesOf('currency')) : null;
@@ -15,7 +17,7 @@ const KNOWN_CURRENCIES =
  * @returns {number | null}
  */
 export function fractionDigits(currency) {
-  const code = String(currency).toUpperCase();
+  const code = codeOf(currency);
   if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return null;
   try {
     return (
@@ -41,7 +43,7 @@ export function formatMoney(amount, currency) {
   const minor = BigInt(/** @type {number | string} */ (amount));
   const digits = fractionDigits(currency);
   if (digits === null) return `${new Intl.NumberFormat().format(minor)} ${currency}`;
-  const nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: String(currency).toUpperCase() });
+  const nf = new Intl.NumberFormat(undefined, { style: 'currency', currency: codeOf(currency) });
   const scale = 10n ** BigInt(digits);
   const negative = minor < 0n;
   const abs = negative ? -minor : minor;
@@ -68,7 +70,7 @@ export function formatUnits(units, currency) {
   if (digits === null) return new Intl.NumberFormat().format(units);
   return new Intl.NumberFormat(undefined, {
     style: 'currency',
-    currency: String(currency).toUpperCase(),
+    currency: codeOf(currency),
     minimumFractionDigits: 0,
     maximumFractionDigits: digits,
   }).format(units);

@@ -66,15 +66,28 @@ export async function loadQuarantine() {
   }
 }
 
+/** A background refresh under way: one at a time, however often the live totals move. */
+let refreshing = false;
+
 /**
- * The counts by code asked again; the list too while it shows its first page and no dry run is open, since loading
- * it again keeps what is ticked and open but would drop pages loaded after the first or change a dry run's scope.
+ * The counts by code asked again; the list too while the user is doing nothing with it (nothing ticked or open, no dry
+ * run, one page and no more to load), so that rows never move under a selection or a click.
  */
 async function refreshQuarantine() {
   const projectId = state.projectId;
   const q = state.q;
-  if (projectId === null || !q.loaded) return;
-  if (q.items.length <= Q_PAGE && q.preview === null) return loadQuarantine();
+  if (projectId === null || !q.loaded || refreshing) return;
+  refreshing = true;
+  try {
+    if (q.selected.size === 0 && q.detailId === null && q.preview === null && q.next === null) await loadQuarantine();
+    else await refreshSummary(projectId, q);
+  } finally {
+    refreshing = false;
+  }
+}
+
+/** @param {string} projectId @param {import('./core.js').QuarantineView} q */
+async function refreshSummary(projectId, q) {
   const gen = q.gen;
   try {
     /** @type {QuarantineCount[]} */

@@ -17,7 +17,7 @@ const DAY_S = 86_400;
  * @typedef {{ from: string, to: string }} DayRange
  * @typedef {{ day: string, events: number, eventsByType: Record<string, number>, activeUsers: number,
  *   newUsers: number }} DailyRow
- * @typedef {{ currency: string, netAmount: unknown, days: { day: string, netAmount: unknown }[] }} RevenueLine
+ * @typedef {{ currency: string, netAmount: unknown, payments: number, days: { day: string, netAmount: unknown }[] }} RevenueLine
  * @typedef {{ campaign: string | null, newUsers: number, activeUsers: number, payers: number,
  *   revenue: { currency: string, netAmount: unknown }[] }} CampaignRow
  * @typedef {{ day: string, sessions: number, users: number, medianDurationS: number | null,
@@ -60,6 +60,14 @@ const UTC_DAYS = {
   /** @param {number} ts */
   tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
 };
+/** Revenue charts drawn at most; other currencies show in the totals and the CSV. */
+const CHARTED_CURRENCIES = 8;
+/** Whole units where the currency has no smaller one (Stars, yen): no tick at half a star. */
+const WHOLE_INCRS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8,
+  2e8, 5e8, 1e9, 2e9, 5e9, 1e10, 2e10, 5e10, 1e11, 2e11, 5e11, 1e12, 2e12, 5e12, 1e13, 2e13, 5e13, 1e14, 2e14, 5e14,
+  1e15,
+];
 /** A day axis: ticks on whole days (or weeks, months), labelled as dates, never as times of day. */
 const DAY_AXIS = {
   incrs: [DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 28 * DAY_S, 91 * DAY_S],
@@ -227,15 +235,27 @@ function draw(daily, revenue, campaigns) {
     ),
   );
   const newUsers = daily.reduce((n, d) => n + d.newUsers, 0);
-  $('report-users-total').textContent = `${fmt(newUsers)} new users`;
+  $('report-users-total').textContent = `${fmt(newUsers)} new ${newUsers === 1 ? 'user' : 'users'}`;
   $('report-users-total').setAttribute('data-value', String(newUsers));
 
   // Net revenue per day: a chart per currency, its axis in that currency's units and labelled with it (cents and
   // stars on one unlabelled axis read as one figure).
+  // The currencies paid in most; any three capital letters are a currency to the API, and each chart is a canvas.
+  const charted = [...revenue].sort((a, b) => b.payments - a.payments).slice(0, CHARTED_CURRENCIES);
+  const more = revenue.length - charted.length;
   $('report-revenue').replaceChildren(
     ...(revenue.length > 0
-      ? revenue.map(revenueChart(xs))
+      ? charted.map(revenueChart(xs))
       : [el('p', { class: 'muted' }, 'No payments in this range.')]),
+    ...(more > 0
+      ? [
+          el(
+            'p',
+            { class: 'muted', 'data-testid': 'report-revenue-more' },
+            `${fmt(more)} more ${more === 1 ? 'currency' : 'currencies'}: totals above, days in the CSV.`,
+          ),
+        ]
+      : []),
   );
   $('report-revenue-total').replaceChildren(
     ...revenue.map((r) =>
@@ -262,9 +282,6 @@ function draw(daily, revenue, campaigns) {
   );
   $('campaigns-empty').hidden = campaigns.length > 0;
 }
-
-/** Whole units where the currency has no smaller one (Stars, yen): no tick at half a star. */
-const wholeIncrs = () => Array.from({ length: 16 }, (_, p) => [1, 2, 5].map((m) => m * 10 ** p)).flat();
 
 /**
  * A currency's net revenue per day as a line in its units; the chart's label names the axis's first and last marks,
@@ -296,10 +313,12 @@ const revenueChart = (xs) => (r, i) => {
           {
             label: r.currency,
             size: (/** @type {unknown} */ _u, /** @type {string[] | null} */ labels) => axisWidth(labels),
-            ...(digits === null || digits === 0 ? { incrs: wholeIncrs() } : {}),
+            ...(digits === null || digits === 0 ? { incrs: WHOLE_INCRS } : {}),
             /** @param {unknown} _u @param {number[]} ticks */
             values: (_u, ticks) => {
               const labels = ticks.map((t) => formatUnits(t, r.currency));
+              // The marks are drawn on the canvas: the chart's accessible name says where they run, and only the
+              // axis knows them.
               box.setAttribute(
                 'aria-label',
                 `Net revenue per day in ${r.currency}, its axis marked from ${labels[0] ?? ''} to ${labels.at(-1) ?? ''}`,
