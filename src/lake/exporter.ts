@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { DAY_MS } from '../base/days.js';
 import { Every } from '../base/every.js';
 import type { Logger } from '../base/log.js';
 import type { Sql } from '../db/connect.js';
@@ -69,7 +70,6 @@ export async function readLake(sql: Sql, lakeId: string): Promise<LakeRow | null
  * a busy process.
  */
 type Turn = 'idle' | 'more' | 'deferred';
-const DAY_MS = 86_400_000;
 
 export class LakeExporter {
   private readonly every: Every;
@@ -370,8 +370,8 @@ export class LakeExporter {
   }
 
   /**
-   * One closed day with more than one file, its files joined into one: a day is closed once the watermark and the
-   * history have both passed it, so no window writes to it again. Whether one was joined.
+   * One closed day's files made its one `c-` file, joined (or renamed, when there is one): a day is closed once the
+   * watermark and the history have both passed it, so no window writes to it again. Whether one was made.
    */
   private async joinClosedDay(lake: LakeRow, staging: string): Promise<boolean> {
     const today = lake.exportedBefore.slice(0, 10);
@@ -387,7 +387,7 @@ export class LakeExporter {
         if (names.length <= 1 && (names.length === 0 || names[0] === joined)) continue;
         const others = names.filter((n) => n !== joined);
         if (names.length === 1) {
-          // The day's only file (a history window of whole days) is already what a join would write.
+          // A day's only file (a history window of whole days, or a lone export) is what a join would write.
           await this.underPublish(() => renameSync(join(dir, names[0]!), join(dir, joined)));
           return true;
         }
@@ -514,7 +514,7 @@ function removeStaleStaging(root: string, own: string): void {
   }
 }
 
-/** The oldest received_at stored (ms, cut down to one: a window from it holds the row), from the oldest partition holding one. */
+/** The oldest received_at stored, in ms truncated from µs (a window starting there still holds that row). */
 async function oldestReceived(sql: Sql): Promise<number | null> {
   const parts = await sql<{ name: string }[]>`
     SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid

@@ -1,8 +1,8 @@
 // The date range of a report request, checked: pure, so every report reads `from`, `to` and `by` one way.
+import { DAY_MS } from '../base/days.js';
 
 export const MAX_REPORT_DAYS = 366;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DAY_MS = 86_400_000;
 const FIRST_DAY_MS = Date.parse('0001-01-01T00:00:00Z');
 
 export interface DayRange {
