@@ -93,8 +93,8 @@ export function lakeWing(s: Shared): Wing {
     routes: lakeRoutes(s.projects, s.guard, { sql: s.sql, dir, exporter, funnels, tempDir: temp }),
     start: () => exporter?.start(),
     stop: async () => {
-      // A turn stuck on a connection that died (postgres.js can leave a reserve unsettled after a reconnect) is not
-      // waited for past a grace: its connection is ended, and the stop goes on without it.
+      // A turn still running after a grace (a long statement, a connection that died under it) is not waited for: its
+      // connection is ended, and the stop goes on without it.
       const grace = (ms: number) => {
         let timer: ReturnType<typeof setTimeout> | undefined;
         return {
