@@ -22,8 +22,8 @@
 //
 // With a reserve now handed a reconnected connection, the holder whose connection was cut must not use it: its queries
 // were sent on the new session (inside another holder's transaction) and its release() gave the new holder's
-// connection to the pool. A reservation now ends with its connection: its queries are rejected CONNECTION_CLOSED and
-// its release() does nothing.
+// connection to the pool. A reservation (a reserve, or a transaction) now ends with its connection: its queries, sent
+// or waiting, are rejected CONNECTION_CLOSED, and a reserve's release() does nothing.
 //
 // A fourth, of a `socket` option (src/db/connect.ts gives one, for TCP_NODELAY): when it cannot make a socket (the
 // database refuses connections, as during a restart), the connection was left "connecting" for ever, with no close
@@ -68,11 +68,11 @@ const EDITS = [
   ],
   [
     '      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      return',
-    `      const handed = initial.reserve && initial.handed ? initial : null ${RESERVE_MARK}\n      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      handed && (handed.settled ? onopen(connection) : handed.reserve(connection))\n      return`,
+    `      const handed = initial.reserve && initial.handed ? initial : null ${RESERVE_MARK}\n      initial && !initial.reserve && execute(initial)\n      options.shared.retries = retries = 0\n      initial = null\n      handed && (ending ? (handed.settled || handed.reject(Errors.connection('CONNECTION_ENDED', options)), terminate()) : handed.settled ? onopen(connection) : handed.reserve(connection))\n      return`,
   ],
   [
     '    } catch (e) {\n      error(e)\n      return\n    }',
-    `    } catch (e) {\n      error(e)\n      closedTime = performance.now() ${SOCKET_MARK}\n      options.shared.retries++\n      delay = (typeof backoff === 'function' ? backoff(options.shared.retries) : backoff) * 1000\n      onclose(connection, e)\n      return\n    }`,
+    `    } catch (e) {\n      errored(e) ${SOCKET_MARK}\n      if (terminated)\n        return\n      closedTime = performance.now()\n      options.shared.retries++\n      delay = (typeof backoff === 'function' ? backoff(options.shared.retries) : backoff) * 1000\n      onclose(connection, e)\n      return\n    }`,
   ],
 ];
 
@@ -91,7 +91,19 @@ const INDEX_EDITS = [
   ],
   [
     '    const sql = Sql(handler)\n    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      c.queue === full',
-    `    const mine = c.reserved ${FENCE_MARK}\n    const sql = Sql(handler)\n    sql.release = () => {\n      if (c.reserved !== mine)\n        return\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      if (c.reserved !== mine)\n        return q.reject(Errors.connection('CONNECTION_CLOSED', options))\n      c.queue === full`,
+    `    const mine = c.reserved ${FENCE_MARK}\n    c.onclose = () => { while (queue.length) queue.shift().reject(Errors.connection('CONNECTION_CLOSED', options)) }\n    const sql = Sql(handler)\n    sql.release = () => {\n      if (c.reserved !== mine)\n        return\n      c.reserved = null\n      onopen(c)\n    }\n\n    return sql\n\n    function handler(q) {\n      if (c.reserved !== mine)\n        return q.reject(Errors.connection('CONNECTION_CLOSED', options))\n      c.queue === full`,
+  ],
+  [
+    '    let savepoints = 0\n      , connection\n      , prepare = null\n',
+    `    let savepoints = 0\n      , connection\n      , prepare = null\n      , mine = null ${FENCE_MARK}\n`,
+  ],
+  [
+    '      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        c.queue === full',
+    `      function handler(q) {\n        q.catch(e => uncaughtError || (uncaughtError = e))\n        if (mine && c.reserved !== mine) ${FENCE_MARK}\n          return q.reject(Errors.connection('CONNECTION_CLOSED', options))\n        c.queue === full`,
+  ],
+  [
+    '      c.reserved = () => queries.length\n        ? c.execute(queries.shift())\n        : move(c, reserved)\n    }\n  }',
+    `      c.reserved = () => queries.length\n        ? c.execute(queries.shift())\n        : move(c, reserved)\n      mine = c.reserved ${FENCE_MARK}\n    }\n  }`,
   ],
   [
     '    queries.length && connect(c, queries.shift())\n  }',

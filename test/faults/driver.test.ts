@@ -93,6 +93,34 @@ describe('database driver', () => {
     }
   }, 40_000);
 
+  it('ends a transaction with its connection: its later statements never reach the next session', async () => {
+    const sql = connect(db.url, { max: 1, name: 'driver test' });
+    try {
+      let late: unknown = null;
+      const outcome = sql
+        .begin(async (t) => {
+          const [{ pid }] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+          // Waits for the only connection, held by the transaction; answered on the next one once this is cut.
+          const queued = sql`SELECT 2 AS two`.then((rows) => rows);
+          await db.sql`SELECT pg_terminate_backend(${pid})`;
+          await within(queued, 10_000, 'the query queued behind the transaction');
+          late = await t`SELECT 1 AS one`.then(
+            () => 'sent',
+            (err: { code?: string }) => err.code,
+          );
+        })
+        .then(
+          () => 'committed',
+          (err: { code?: string }) => err.code,
+        );
+      expect(await within(outcome, 15_000, 'the transaction')).not.toBe('committed');
+      // Unfenced, the statement ran on the new session, outside any transaction.
+      await expect.poll(() => late, { timeout: 10_000 }).toBe('CONNECTION_CLOSED');
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }, 40_000);
+
   it('gives a reserve queued behind a connection the server ends a new connection', async () => {
     const sql = connect(db.url, { max: 1, name: 'driver test' });
     try {

@@ -76,6 +76,26 @@ const DAY_AXIS = {
 };
 
 /**
+ * A chart over the range's days, as wide as its section: every chart's day axis and scale, its own series and value
+ * axis. @param {number[]} xs @param {object[]} series after the day's @param {(number | null)[][]} data after the
+ * days @param {HTMLElement} target @param {number} height @param {object} [yAxis] @returns {Chart}
+ */
+function dayChart(xs, series, data, target, height, yAxis = {}) {
+  return new uPlot(
+    {
+      ...UTC_DAYS,
+      width: width(),
+      height,
+      series: [DAY_SERIES, ...series],
+      axes: [DAY_AXIS, yAxis],
+      scales: { x: DAY_SCALE },
+    },
+    [xs, ...data],
+    target,
+  );
+}
+
+/**
  * The charts on screen, destroyed before new ones are drawn.
  * @type {Chart[]}
  */
@@ -165,28 +185,21 @@ function stackedBars(xs, bands, target, height, yAxis = {}) {
     xs.map((_, k) => bands.slice(0, i + 1).reduce((n, b) => n + (b.values[k] ?? 0), 0)),
   );
   const order = bands.map((_, i) => bands.length - 1 - i);
-  return new uPlot(
-    {
-      ...UTC_DAYS,
-      width: width(),
-      height,
-      series: [
-        DAY_SERIES,
-        ...order.map((i) => ({
-          label: bands[i]?.label,
-          stroke: bands[i]?.color,
-          fill: bands[i]?.color,
-          paths: uPlot.paths.bars({ size: [0.8, 40] }),
-          points: { show: false },
-          /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
-          value: (u, _v, _si, k) => fmt(bands[i]?.values[shownAt(u, k)] ?? 0),
-        })),
-      ],
-      axes: [DAY_AXIS, yAxis],
-      scales: { x: DAY_SCALE },
-    },
-    [xs, ...order.map((i) => stacked[i])],
+  return dayChart(
+    xs,
+    order.map((i) => ({
+      label: bands[i]?.label,
+      stroke: bands[i]?.color,
+      fill: bands[i]?.color,
+      paths: uPlot.paths.bars({ size: [0.8, 40] }),
+      points: { show: false },
+      /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+      value: (u, _v, _si, k) => fmt(bands[i]?.values[shownAt(u, k)] ?? 0),
+    })),
+    order.map((i) => stacked[i] ?? []),
     target,
+    height,
+    yAxis,
   );
 }
 
@@ -217,21 +230,15 @@ function draw(daily, revenue, campaigns) {
   $('reports-empty').hidden = totalEvents > 0;
 
   charts.push(
-    new uPlot(
-      {
-        ...UTC_DAYS,
-        width: width(),
-        height: 200,
-        series: [
-          DAY_SERIES,
-          { label: 'active users', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
-          { label: 'new users', stroke: '#2da44e', width: 2, ...LINE_VALUE },
-        ],
-        axes: [DAY_AXIS, {}],
-        scales: { x: DAY_SCALE },
-      },
-      [xs, daily.map((d) => d.activeUsers), daily.map((d) => d.newUsers)],
+    dayChart(
+      xs,
+      [
+        { label: 'active users', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
+        { label: 'new users', stroke: '#2da44e', width: 2, ...LINE_VALUE },
+      ],
+      [daily.map((d) => d.activeUsers), daily.map((d) => d.newUsers)],
       $('report-users'),
+      200,
     ),
   );
   const newUsers = daily.reduce((n, d) => n + d.newUsers, 0);
@@ -293,44 +300,36 @@ const revenueChart = (xs) => (r, i) => {
   const axisWidth = (/** @type {string[] | null} */ labels) =>
     labels ? 24 + 7 * Math.max(4, ...labels.map((l) => l.length)) : 60;
   charts.push(
-    new uPlot(
-      {
-        ...UTC_DAYS,
-        width: width(),
-        height: 160,
-        series: [
-          DAY_SERIES,
-          {
-            label: r.currency,
-            stroke: COLORS[i % COLORS.length],
-            width: 2,
-            /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
-            value: (u, _v, _si, k) => formatMoney(r.days[shownAt(u, k)]?.netAmount ?? 0, r.currency),
-          },
-        ],
-        axes: [
-          DAY_AXIS,
-          {
-            label: r.currency,
-            size: (/** @type {unknown} */ _u, /** @type {string[] | null} */ labels) => axisWidth(labels),
-            ...(digits === null || digits === 0 ? { incrs: WHOLE_INCRS } : {}),
-            /** @param {unknown} _u @param {number[]} ticks */
-            values: (_u, ticks) => {
-              const labels = ticks.map((t) => formatUnits(t, r.currency));
-              // The marks are drawn on the canvas: the chart's accessible name says where they run, and only the
-              // axis knows them.
-              box.setAttribute(
-                'aria-label',
-                `Net revenue per day in ${r.currency}, its axis marked from ${labels[0] ?? ''} to ${labels.at(-1) ?? ''}`,
-              );
-              return labels;
-            },
-          },
-        ],
-        scales: { x: DAY_SCALE },
-      },
-      [xs, r.days.map((d) => Number(d.netAmount) / 10 ** (digits ?? 0))],
+    dayChart(
+      xs,
+      [
+        {
+          label: r.currency,
+          stroke: COLORS[i % COLORS.length],
+          width: 2,
+          /** @param {{ data: (number | null)[][] }} u @param {unknown} _v @param {number} _si @param {number | null} k */
+          value: (u, _v, _si, k) => formatMoney(r.days[shownAt(u, k)]?.netAmount ?? 0, r.currency),
+        },
+      ],
+      [r.days.map((d) => Number(d.netAmount) / 10 ** (digits ?? 0))],
       box,
+      160,
+      {
+        label: r.currency,
+        size: (/** @type {unknown} */ _u, /** @type {string[] | null} */ labels) => axisWidth(labels),
+        ...(digits === null || digits === 0 ? { incrs: WHOLE_INCRS } : {}),
+        /** @param {unknown} _u @param {number[]} ticks */
+        values: (_u, ticks) => {
+          const labels = ticks.map((t) => formatUnits(t, r.currency));
+          // The marks are drawn on the canvas: the chart's accessible name says where they run, and only the axis
+          // knows them.
+          box.setAttribute(
+            'aria-label',
+            `Net revenue per day in ${r.currency}, its axis marked from ${labels[0] ?? ''} to ${labels.at(-1) ?? ''}`,
+          );
+          return labels;
+        },
+      },
     ),
   );
   return box;
@@ -361,21 +360,15 @@ function drawSessions(rows) {
     ),
   );
   charts.push(
-    new uPlot(
-      {
-        ...UTC_DAYS,
-        width: width(),
-        height: 160,
-        series: [
-          DAY_SERIES,
-          { label: 'median length, s', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
-          { label: '90th percentile, s', stroke: '#8250df', width: 2, ...LINE_VALUE },
-        ],
-        axes: [DAY_AXIS, {}],
-        scales: { x: DAY_SCALE },
-      },
-      [xs, rows.map((d) => d.medianDurationS), rows.map((d) => d.p90DurationS)],
+    dayChart(
+      xs,
+      [
+        { label: 'median length, s', stroke: '#1f6feb', width: 2, ...LINE_VALUE },
+        { label: '90th percentile, s', stroke: '#8250df', width: 2, ...LINE_VALUE },
+      ],
+      [rows.map((d) => d.medianDurationS), rows.map((d) => d.p90DurationS)],
       $('report-session-lengths'),
+      160,
     ),
   );
 }
