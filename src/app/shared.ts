@@ -7,6 +7,7 @@ import { AdminStore } from '../admin/store.js';
 import { loadTokenTags, TokenResolver } from '../auth/api-tokens.js';
 import { SuppressionCache } from '../privacy/suppressions.js';
 import { BotResolver } from '../auth/bots.js';
+import { AddressShare } from '../auth/address-share.js';
 import { MiniAppSessions } from '../auth/sessions.js';
 import type { Config } from '../config/config.js';
 import type { Sql } from '../db/connect.js';
@@ -136,12 +137,14 @@ export async function buildShared(
       maxKeys: 100_000,
     },
   });
+  // A quarter of INITDATA_VERIFY_QUEUE per address, for signature checks and envelopes alike.
+  const queueShares = new AddressShare(Math.max(1, Math.floor(config.initDataVerifyQueue / 4)));
   const sessions = new MiniAppSessions({
     publicKeys: config.initDataPublicKeys,
     maxAgeS: config.initDataMaxAgeS,
     failures: authFailures,
     verify: (check, priority, admit) => pool.verify(check, priority, admit),
-    maxWaitingPerAddress: Math.max(1, Math.floor(config.initDataVerifyQueue / 4)),
+    share: queueShares,
   });
   // After every batch: metrics, the per-project stats, the wings told of quarantined events, the live view.
   const onOutcome = (t: CommitTarget, b: BatchResult, o: WriteOutcome | null) => {

@@ -10,6 +10,7 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { HttpError } from '../base/errors.js';
 import type { UserSeen } from '../base/model.js';
+import type { AddressShare } from './address-share.js';
 import { type FailureBudget, refuseCheaply } from './credential-checks.js';
 import { checkAge, dataCheckString, parseInitData } from './initdata.js';
 
@@ -33,11 +34,11 @@ export interface SessionOptions {
   /** Verified sessions kept. */
   maxEntries?: number;
   /**
-   * Normal-priority checks one address may have waiting for their turn (a quarter of INITDATA_VERIFY_QUEUE): past it,
-   * its next ones wait in the low-priority lane, so that one address cannot fill the queue with forged strings that
-   * are charged only as they run.
+   * Each address's share of the queue, which its envelopes count in too: a check waits in it until its turn, and past
+   * the share in the low-priority lane, so that one address cannot fill the queue with forged strings that are charged
+   * only as they run.
    */
-  maxWaitingPerAddress: number;
+  share: AddressShare;
 }
 
 interface Verified {
@@ -50,12 +51,15 @@ export class MiniAppSessions {
   private readonly nowS: () => number;
   /** hits: answered from memory; misses: a signature was checked. Read by metrics. */
   readonly stats = { hits: 0, misses: 0 };
-  /** Normal-priority checks waiting for their turn, per address (none kept at 0). */
-  private readonly waiting = new Map<string, number>();
 
   constructor(private readonly o: SessionOptions) {
     this.nowS = o.nowS ?? (() => Math.floor(Date.now() / 1000));
     this.verified = new LRUCache<string, Verified>({ max: o.maxEntries ?? 200_000, ttl: o.maxAgeS * 1000 });
+  }
+
+  /** Each address's share of the queue of work before authentication (see SessionOptions.share). */
+  get share(): AddressShare {
+    return this.o.share;
   }
 
   /** The user `initData` speaks for, for the bot `botId` (messenger id `messengerBotId`), or an HttpError. */
@@ -86,8 +90,7 @@ export class MiniAppSessions {
     // at once, so at most that many start on a budget's last token. A check that finds a budget spent when its turn
     // comes runs in the low-priority lane.
     const wait = failures.retryAfterS(address, botId);
-    const waiting = this.waiting.get(address) ?? 0;
-    if (wait > 0 || waiting >= this.o.maxWaitingPerAddress) {
+    if (wait > 0 || !this.o.share.enter(address)) {
       if (!(await this.o.verify(check, 'low'))) {
         // Sent here by its address's share of the queue alone, with budget left: a failure like any other, charged
         // to the address and the bot and answered as such (a flood past its share must still spend its budget).
@@ -98,13 +101,10 @@ export class MiniAppSessions {
       let addressCharged = false;
       let botCharged = false;
       let started = false;
-      this.waiting.set(address, waiting + 1);
       const leaveQueue = () => {
         if (started) return;
         started = true;
-        const n = (this.waiting.get(address) ?? 1) - 1;
-        if (n > 0) this.waiting.set(address, n);
-        else this.waiting.delete(address);
+        this.o.share.leave(address);
       };
       const admit = () => {
         leaveQueue();

@@ -32,12 +32,15 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     checkContentType(req, true);
     const gzip = isGzip(req);
     const raw = await readBody();
-    // An address past its failure budget waits in the low-priority lane for anything it costs.
+    // An address past its failure budget waits in the low-priority lane for anything it costs, and so does an envelope
+    // for the worker lane from an address holding its share of that queue (envelopes and signature checks alike).
+    const share = deps.sessions.share;
     const opened = await deps.pool.openWebapp(
       raw,
       gzip,
       deps.limits,
       deps.authFailures.retryAfterS(req.address) > 0 ? 'low' : 'normal',
+      () => (share.enter(req.address) ? () => share.leave(req.address) : null),
     );
     if (!opened.ok) refuseCheaply(deps.authFailures, req.address, HttpError.from(opened.refusal));
     const { botId, initData } = opened.envelope;

@@ -280,7 +280,7 @@ export class Metrics {
     const reportedTasks = new Map<string, number>();
     new client.Counter({
       name: 'tg_ingest_pipeline_tasks_total',
-      help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify, verify_low_priority: a check past a failure budget, compile_plan, replay) and where they ran (inline on the main thread, pool).',
+      help: 'Parsing, verification and normalization tasks, by kind (bot_api, webapp_open, webapp, verify, verify_low_priority: a check past a failure budget or past the share of the queue its address holds, webapp_open_low_priority: an envelope likewise, compile_plan, replay) and where they ran (inline on the main thread, pool).',
       labelNames: ['kind', 'where'],
       registers: [r],
       collect() {

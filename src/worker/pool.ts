@@ -53,6 +53,8 @@ export type OpenedWebapp =
   | Extract<EnvelopeOutcome, { ok: false }>;
 
 export type Priority = 'normal' | 'low';
+/** What the task counters name: a task's kind, or work before authentication served in the low-priority lane. */
+type Counted = TaskKind | 'verify_low_priority' | 'webapp_open_low_priority';
 
 interface RunOptions {
   /** On the main thread. */
@@ -197,7 +199,7 @@ export class IngestPool {
     return this.lane.waiting + this.inlineQueue.unknownLength;
   }
 
-  private count(kind: TaskKind | 'verify_low_priority', where: 'inline' | 'pool'): void {
+  private count(kind: Counted, where: 'inline' | 'pool'): void {
     const key = `${kind}:${where}`;
     this.tasks.set(key, (this.tasks.get(key) ?? 0) + 1);
   }
@@ -206,10 +208,14 @@ export class IngestPool {
    * On the main thread (in its turn: inline-queue.ts): small, uncompressed, checked against no tracking plan, and not
    * `mayInline` false (an address past its failure budget, served by the lane's low-priority queue).
    */
-  private inline(kind: TaskKind, bytes: number, gzip: boolean, ctx?: BatchContext, mayInline = true): boolean {
-    const inline = mayInline && !gzip && bytes <= this.o.inlineMaxBytes && ctx?.plan == null;
+  private inline(kind: Counted, bytes: number, gzip: boolean, ctx?: BatchContext, mayInline = true): boolean {
+    const inline = mayInline && this.fitsInline(bytes, gzip, ctx);
     this.count(kind, inline ? 'inline' : 'pool');
     return inline;
+  }
+
+  private fitsInline(bytes: number, gzip: boolean, ctx?: BatchContext): boolean {
+    return !gzip && bytes <= this.o.inlineMaxBytes && ctx?.plan == null;
   }
 
   /**
@@ -244,16 +250,31 @@ export class IngestPool {
 
   /**
    * Which bot and session a webapp body claims. A small plain body is parsed whole, inline (and kept
-   * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only.
+   * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only. `claim`, asked
+   * for work bound for the lane at normal priority, counts it in its address's share of the lane's queue and returns
+   * how to let go, or null when the address holds its share already: the low-priority queue then.
    */
   async openWebapp(
     body: Uint8Array,
     gzip: boolean,
     limits: BodyLimits,
     priority: Priority = 'normal',
+    claim?: () => (() => void) | null,
   ): Promise<OpenedWebapp> {
-    // An address past its failure budget is served by the lane's low-priority queue, small body or not.
-    if (this.inline('webapp_open', body.byteLength, gzip, undefined, priority === 'normal'))
+    const inline = priority === 'normal' && this.fitsInline(body.byteLength, gzip);
+    const release = inline || priority === 'low' || claim === undefined ? undefined : claim();
+    const lane: Priority = release === null ? 'low' : priority;
+    try {
+      return await this.open(body, gzip, limits, lane);
+    } finally {
+      release?.();
+    }
+  }
+
+  private async open(body: Uint8Array, gzip: boolean, limits: BodyLimits, priority: Priority): Promise<OpenedWebapp> {
+    // An address past its failure budget (or its share) is served by the lane's low-priority queue, small body or not.
+    const kind = priority === 'low' ? 'webapp_open_low_priority' : 'webapp_open';
+    if (this.inline(kind, body.byteLength, gzip, undefined, priority === 'normal'))
       return this.inlineQueue.run((): OpenedWebapp => {
         const decoded = decodeJson(body, false, limits);
         if (!decoded.ok) return decoded;

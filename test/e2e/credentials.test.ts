@@ -4,6 +4,7 @@
 // initData, per bot), while every answer before the budget is spent stays what it was and cached
 // credentials are always served.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, loadTokenTags, type TokenTags } from '../../src/auth/api-tokens.js';
 import { admin, call, type Res, provision, type Provisioned, serverEvent } from '../helpers/api.js';
@@ -321,6 +322,50 @@ describe('bot_api keys', () => {
       expect(answers.map((r) => r.body.error)).toEqual(Array.from({ length: 12 }, () => 'initdata_signature_invalid'));
       const spent = await post(forged());
       expect([spent.status, spent.body.error]).toEqual([429, 'auth_rate_limited']);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it("opens one address's webapp envelopes past its quarter of INITDATA_VERIFY_QUEUE in the low-priority lane, and answers them", async () => {
+    // One worker (one envelope at a time) and a queue of 16: four envelopes may wait from one address.
+    const own = await startServer(db.url, {
+      INITDATA_PUBLIC_KEYS: signer.publicKeyHex,
+      TRUST_PROXY: '1',
+      WORKERS: '1',
+      INITDATA_VERIFY_QUEUE: '16',
+      RATE_LIMIT_BURST: '100000',
+    });
+    try {
+      const q = await provision(own.url);
+      const initData = makeInitData(signer, { messengerBotId: q.messengerBotId, user: { id: 4343 } });
+      // Compressed, so each envelope is opened by the worker, never inline.
+      const post = () =>
+        call(`${own.url}/tg/webapp`, {
+          method: 'POST',
+          headers: { 'x-forwarded-for': '10.97.0.1', 'content-encoding': 'gzip', 'content-type': 'text/plain' },
+          body: gzipSync(
+            JSON.stringify({
+              botId: q.botId,
+              auth: { initData },
+              events: [
+                {
+                  eventId: randomUUID(),
+                  eventName: 'open',
+                  eventDate: '2026-11-22T10:00:00Z',
+                  eventType: 'interaction',
+                },
+              ],
+            }),
+          ),
+        });
+      const answers = await Promise.all(Array.from({ length: 12 }, () => post()));
+      expect(answers.map((r) => r.status)).toEqual(Array.from({ length: 12 }, () => 202));
+      const low = metric(
+        (await admin(own.url, 'GET', '/metrics')).text,
+        'tg_ingest_pipeline_tasks_total{kind="webapp_open_low_priority",where="pool"}',
+      );
+      expect(low).toBeGreaterThan(0);
     } finally {
       await own.stop();
     }
