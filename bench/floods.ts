@@ -180,7 +180,8 @@ export async function runFlood(
       f.driver === 'unknown-token'
         ? delta('tg_ingest_cache_requests_total{cache="token",result="miss"}')
         : delta('tg_ingest_cache_requests_total{cache="initdata",result="miss"}') +
-          delta('tg_ingest_pipeline_tasks_total{kind="webapp_open",where="pool"}'),
+          delta('tg_ingest_pipeline_tasks_total{kind="webapp_open",where="pool"}') +
+          delta('tg_ingest_pipeline_tasks_total{kind="webapp_open_low_priority",where="pool"}'),
   };
 }
 

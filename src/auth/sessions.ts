@@ -10,7 +10,7 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { HttpError } from '../base/errors.js';
 import type { UserSeen } from '../base/model.js';
-import type { AddressShare } from './address-share.js';
+import type { AddressShare, ShareClaim } from './address-share.js';
 import { type FailureBudget, refuseCheaply } from './credential-checks.js';
 import { checkAge, dataCheckString, parseInitData } from './initdata.js';
 
@@ -62,8 +62,17 @@ export class MiniAppSessions {
     return this.o.share;
   }
 
-  /** The user `initData` speaks for, for the bot `botId` (messenger id `messengerBotId`), or an HttpError. */
-  async check(address: string, botId: string, messengerBotId: string, initData: string): Promise<UserSeen> {
+  /**
+   * The user `initData` speaks for, for the bot `botId` (messenger id `messengerBotId`), or an HttpError. `claim`: the
+   * request's place in its address's share, if its envelope took one (the check waits in that place).
+   */
+  async check(
+    address: string,
+    botId: string,
+    messengerBotId: string,
+    initData: string,
+    claim: ShareClaim = this.o.share.claim(address),
+  ): Promise<UserSeen> {
     const key = hash('sha256', `${botId}\n${messengerBotId}\n${initData}`, 'base64');
     const hit = this.verified.get(key);
     if (hit !== undefined) {
@@ -90,7 +99,7 @@ export class MiniAppSessions {
     // at once, so at most that many start on a budget's last token. A check that finds a budget spent when its turn
     // comes runs in the low-priority lane.
     const wait = failures.retryAfterS(address, botId);
-    if (wait > 0 || !this.o.share.enter(address)) {
+    if (wait > 0 || !claim.take()) {
       if (!(await this.o.verify(check, 'low'))) {
         // Sent here by its address's share of the queue alone, with budget left: a failure like any other, charged
         // to the address and the bot and answered as such (a flood past its share must still spend its budget).
@@ -104,7 +113,7 @@ export class MiniAppSessions {
       const leaveQueue = () => {
         if (started) return;
         started = true;
-        this.o.share.leave(address);
+        claim.release();
       };
       const admit = () => {
         leaveQueue();

@@ -27,27 +27,27 @@ export interface WebappDeps extends CommitDeps, QualityDeps {
   onRateLimited?: () => void;
 }
 
-export function webappEndpoint(deps: WebappDeps): Handler {
-  return async (req, readBody): Promise<Reply> => {
-    checkContentType(req, true);
-    const gzip = isGzip(req);
-    const raw = await readBody();
-    // An address past its failure budget waits in the low-priority lane for anything it costs, and so does an envelope
-    // for the worker lane from an address holding its share of that queue (envelopes and signature checks alike).
-    const share = deps.sessions.share;
+/**
+ * The envelope, bot and user of a webapp body, or an HttpError. An address past its failure budget waits in the
+ * low-priority lane for anything it costs, and so does a request from an address holding its share of the queue: its
+ * place is held from its envelope (when that goes to the worker lane) to the start of its signature check.
+ */
+async function authenticate(deps: WebappDeps, address: string, raw: Uint8Array, gzip: boolean) {
+  const claim = deps.sessions.share.claim(address);
+  try {
     const opened = await deps.pool.openWebapp(
       raw,
       gzip,
       deps.limits,
-      deps.authFailures.retryAfterS(req.address) > 0 ? 'low' : 'normal',
-      () => (share.enter(req.address) ? () => share.leave(req.address) : null),
+      deps.authFailures.retryAfterS(address) > 0 ? 'low' : 'normal',
+      () => claim.take(),
     );
-    if (!opened.ok) refuseCheaply(deps.authFailures, req.address, HttpError.from(opened.refusal));
+    if (!opened.ok) refuseCheaply(deps.authFailures, address, HttpError.from(opened.refusal));
     const { botId, initData } = opened.envelope;
     // A bot id that would cost a query is refused to an address that keeps sending unknown ones.
     const bot = await resolveCredential(
       deps.authFailures,
-      req.address,
+      address,
       deps.bots,
       botId,
       () => new HttpError('bot_unknown'),
@@ -56,10 +56,22 @@ export function webappEndpoint(deps: WebappDeps): Handler {
     if (initData === null)
       refuseCheaply(
         deps.authFailures,
-        req.address,
+        address,
         new HttpError('initdata_empty', { message: 'auth.initData is missing or empty.' }),
       );
-    const user = await deps.sessions.check(req.address, botId, bot.messengerBotId, initData);
+    const user = await deps.sessions.check(address, botId, bot.messengerBotId, initData, claim);
+    return { opened, botId, bot, user };
+  } finally {
+    claim.release();
+  }
+}
+
+export function webappEndpoint(deps: WebappDeps): Handler {
+  return async (req, readBody): Promise<Reply> => {
+    checkContentType(req, true);
+    const gzip = isGzip(req);
+    const raw = await readBody();
+    const { opened, botId, bot, user } = await authenticate(deps, req.address, raw, gzip);
     if (bot.projectId === null) throw new HttpError('webapp_bot_not_linked');
     if (!bot.miniAppIngest) throw new HttpError('miniapp_ingest_disabled');
     const rate = deps.buckets.take(`${botId}:${user.id}`);

@@ -8,8 +8,9 @@
 // Work done before the sender is known (signature checks, the envelope of a large or compressed
 // webapp body) runs in a lane of its own: at most `laneConcurrency` tasks at once (fewer than the
 // threads, so requests whose session or token is known always find a worker) and a bounded queue,
-// so a flood can neither fill the pool nor grow memory. Checks of clients past a failure budget
-// wait in a second, small queue that the lane serves only when nothing else waits.
+// so a flood can neither fill the pool nor grow memory. Work of clients past a failure budget, or
+// past their address's share of the queue, waits in a second, small queue that gets one freed slot
+// in four while both wait.
 import { Piscina } from 'piscina';
 import { PoolOverloaded, TaskFailed } from './errors.js';
 import { InlineQueue, UNAUTHENTICATED_MAX_WAIT_MS } from './inline-queue.js';
@@ -118,11 +119,8 @@ export class Lane {
   async run<T>(priority: Priority, work: () => Promise<T>, admit?: () => boolean): Promise<T> {
     for (let p = priority; ; p = 'low') {
       await this.acquire(p);
-      if (p === 'normal' && admit !== undefined && !admit()) {
-        this.release();
-        continue;
-      }
       try {
+        if (p === 'normal' && admit !== undefined && !admit()) continue;
         return await work();
       } finally {
         this.release();
@@ -250,25 +248,20 @@ export class IngestPool {
 
   /**
    * Which bot and session a webapp body claims. A small plain body is parsed whole, inline (and kept
-   * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only. `claim`, asked
-   * for work bound for the lane at normal priority, counts it in its address's share of the lane's queue and returns
-   * how to let go, or null when the address holds its share already: the low-priority queue then.
+   * for webapp()); anything else in the unauthenticated lane, from its first envelopeMaxBytes only. `take`, asked for
+   * work bound for the lane at normal priority, holds the request's place in its address's share of the lane's queue:
+   * false (the share is full) sends it to the low-priority queue.
    */
   async openWebapp(
     body: Uint8Array,
     gzip: boolean,
     limits: BodyLimits,
     priority: Priority = 'normal',
-    claim?: () => (() => void) | null,
+    take?: () => boolean,
   ): Promise<OpenedWebapp> {
     const inline = priority === 'normal' && this.fitsInline(body.byteLength, gzip);
-    const release = inline || priority === 'low' || claim === undefined ? undefined : claim();
-    const lane: Priority = release === null ? 'low' : priority;
-    try {
-      return await this.open(body, gzip, limits, lane);
-    } finally {
-      release?.();
-    }
+    const lane: Priority = inline || priority === 'low' || take === undefined || take() ? priority : 'low';
+    return this.open(body, gzip, limits, lane);
   }
 
   private async open(body: Uint8Array, gzip: boolean, limits: BodyLimits, priority: Priority): Promise<OpenedWebapp> {

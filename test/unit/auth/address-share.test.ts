@@ -14,4 +14,16 @@ describe('AddressShare', () => {
     // Back to nothing held: the whole share again.
     expect([share.enter('a'), share.enter('a'), share.enter('a')]).toEqual([true, true, false]);
   });
+
+  it('holds one place per request however often it is taken, lets it go once, and takes none from a full share', () => {
+    const share = new AddressShare(1);
+    const first = share.claim('a');
+    expect([first.take(), first.take()]).toEqual([true, true]);
+    const second = share.claim('a');
+    expect(second.take()).toBe(false);
+    second.release();
+    first.release();
+    first.release();
+    expect([second.take(), share.enter('a')]).toEqual([true, false]);
+  });
 });
