@@ -3,14 +3,14 @@ import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, s
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Sql } from '../db/connect.js';
-import { type Dataset, LAKE_ID_FILE, parseFile } from './layout.js';
+import { DAY, type Dataset, LAKE_ID_FILE, parseFile, projectDir, UUID } from './layout.js';
 
 /** The lake id the directory names, or null when it names none (new, or emptied). */
 export function readLakeId(dir: string): string | null {
   const p = join(dir, LAKE_ID_FILE);
   if (!existsSync(p)) return null;
   const id = readFileSync(p, 'utf8').trim();
-  return /^[0-9a-f-]{36}$/.test(id) ? id : null;
+  return UUID.test(id) ? id : null;
 }
 
 export function writeLakeId(dir: string, id: string): void {
@@ -33,9 +33,6 @@ function dirs(path: string, prefix: string, valid: RegExp): string[] {
     .filter((d) => d.isDirectory() && d.name.startsWith(prefix) && valid.test(d.name.slice(prefix.length)))
     .map((d) => d.name.slice(prefix.length));
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The projects a dataset holds. */
 export function projectsIn(root: string, dataset: Dataset): string[] {
@@ -69,12 +66,9 @@ export function projectFiles(root: string, projectId: string): { files: number; 
   let files = 0;
   let bytes = 0;
   for (const dataset of ['events', 'users'] as const) {
-    const dir = join(root, dataset, `project_id=${projectId}`);
-    if (!existsSync(dir)) continue;
-    for (const n of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
-      if (!n.endsWith('.parquet')) continue;
+    for (const f of filesUnder(projectDir(root, dataset, projectId))) {
       files++;
-      bytes += statSync(join(dir, n)).size;
+      bytes += statSync(f).size;
     }
   }
   return { files, bytes };

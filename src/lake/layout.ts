@@ -14,8 +14,9 @@ export type Dataset = 'events' | 'users';
 export type FileKind = 'n' | 'h' | 'c';
 
 const STAMP = /^\d{8}T\d{12}$/;
-const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A partition's day, and a project's (or a lake's) id, as the lake's names hold them. */
+export const DAY = /^\d{4}-\d{2}-\d{2}$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function projectDir(root: string, dataset: Dataset, projectId: string): string {
   if (!UUID.test(projectId)) throw new Error(`not a project id: ${projectId}`);

@@ -18,6 +18,18 @@ const KNOWN_CURRENCIES =
  */
 export function fractionDigits(currency) {
   const code = codeOf(currency);
+  const known = DIGITS.get(code);
+  if (known !== undefined) return known;
+  const digits = digitsOf(code);
+  DIGITS.set(code, digits);
+  return digits;
+}
+
+/** Digits already worked out, by code: an axis asks for every tick, a legend for every hover. */
+const DIGITS = /** @type {Map<string, number | null>} */ (new Map());
+
+/** @param {string} code @returns {number | null} */
+function digitsOf(code) {
   if (code === STARS || (KNOWN_CURRENCIES !== null && !KNOWN_CURRENCIES.has(code))) return null;
   try {
     return (

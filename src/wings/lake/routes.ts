@@ -5,7 +5,6 @@ import { HttpError } from '../../base/errors.js';
 import type { Sql } from '../../db/connect.js';
 import type { Route } from '../../http/route.js';
 import { projectFiles } from '../../lake/files.js';
-import type { LakeExporter } from '../../lake/exporter.js';
 import { readLake } from '../../lake/exporter.js';
 import { readLakeId } from '../../lake/files.js';
 import { adminOp, ok } from '../../openapi/admin.js';
@@ -16,9 +15,7 @@ import { checkFunnel } from '../../reports/funnel-request.js';
 export interface LakeRouteOptions {
   sql: Sql;
   dir: string | null;
-  exporter: LakeExporter | null;
   funnels: FunnelReader | null;
-  tempDir: string;
 }
 
 /** Any body passes the reader's shape check: checkFunnel says what is wrong with it. */

@@ -63,12 +63,13 @@ export function lakeWing(s: Shared): Wing {
     tempMaxMb: s.config.lakeTempMaxMb,
   });
   s.hooks.erasureParts.push(lakeErasure(dir, writing, s.log));
-  const load = busyMachine();
+  // Sampled only where there is a lake to export.
+  const load = dir === null ? null : busyMachine();
   // The exporter's own connection: a turn holds one for its whole unit of work, and it must never take one of the
   // pool's, which credentials and allowances are read through, nor share the pool's reconnects after an outage.
   const lakeSql = dir === null ? null : connect(s.databaseUrl, { max: 1, name: 'tg-ingest lake' });
   const exporter =
-    dir === null || lakeSql === null
+    dir === null || lakeSql === null || load === null
       ? null
       : new LakeExporter(
           lakeSql,
@@ -90,7 +91,7 @@ export function lakeWing(s: Shared): Wing {
   return {
     name: 'lake',
     schemas: lakeSchemas(),
-    routes: lakeRoutes(s.projects, s.guard, { sql: s.sql, dir, exporter, funnels, tempDir: temp }),
+    routes: lakeRoutes(s.projects, s.guard, { sql: s.sql, dir, funnels }),
     start: () => exporter?.start(),
     stop: async () => {
       // A turn still running after a grace (a long statement, a connection that died under it) is not waited for: its
@@ -110,7 +111,7 @@ export function lakeWing(s: Shared): Wing {
       const ending = grace(2000);
       await Promise.race([lakeSql?.end({ timeout: 1 }), ending.wait]);
       ending.clear();
-      load.stop();
+      load?.stop();
       writing.close();
       reading.close();
     },
