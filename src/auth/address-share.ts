@@ -2,12 +2,17 @@
 // initData signatures to check, which wait in one bounded queue (INITDATA_VERIFY_QUEUE). A request holds one place in
 // it from its envelope to the start of its check; past its share (a quarter), an address's next work goes to the
 // low-priority lane instead, so that one address cannot fill the queue other clients' first requests wait in.
+//
+// An IPv6 address counts as its /64, which one subscriber holds at least: its addresses share one quarter rather than
+// each taking its own. Strangers in one /64 (an office) then share it too, which costs them priority, never an answer.
+import { prefix64 } from '../base/client-address.js';
+
 export class AddressShare {
   private readonly held = new Map<string, number>();
 
   constructor(private readonly max: number) {}
 
-  /** Counts one place for `address`; false, counting nothing, when the address holds its share already. */
+  /** Counts one place for `address` (an IPv4 address or an IPv6 /64); false, counting nothing, when it holds its share already. */
   enter(address: string): boolean {
     const n = this.held.get(address) ?? 0;
     if (n >= this.max) return false;
@@ -24,7 +29,7 @@ export class AddressShare {
 
   /** A request's place, taken when its first work needs one and let go once. */
   claim(address: string): ShareClaim {
-    return new ShareClaim(this, address);
+    return new ShareClaim(this, prefix64(address) ?? address);
   }
 }
 

@@ -26,4 +26,18 @@ describe('AddressShare', () => {
     first.release();
     expect([second.take(), share.enter('a')]).toEqual([true, false]);
   });
+
+  it("counts an IPv6 client's /64 as one address, whichever of its addresses it sends from", () => {
+    const share = new AddressShare(2);
+    const claims = ['2001:db8:1:2::1', '2001:db8:1:2:ffff::7', '2001:db8:1:2::1'].map((a) => share.claim(a));
+    expect(claims.map((c) => c.take())).toEqual([true, true, false]);
+    // Another /64, an IPv4 address and one carried in IPv6 each have a share of their own.
+    expect(['2001:db8:1:3::1', '192.0.2.1', '::ffff:192.0.2.2'].map((a) => share.claim(a).take())).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    claims[0]!.release();
+    expect(share.claim('2001:db8:1:2:0:0:0:9').take()).toBe(true);
+  });
 });
