@@ -51,9 +51,8 @@ export function beaconSender(): BeaconSender | null {
  */
 export function watchPageHide(onHide: Listener): Listener | null {
   const doc = browser.document;
-  if (typeof browser.addEventListener !== 'function' || typeof browser.removeEventListener !== 'function') return null;
-  if (doc === undefined || typeof doc.addEventListener !== 'function' || typeof doc.removeEventListener !== 'function')
-    return null;
+  // A global with addEventListener has removeEventListener too (EventTarget): one check each.
+  if (typeof browser.addEventListener !== 'function' || typeof doc?.addEventListener !== 'function') return null;
   const onVisibility = () => {
     if (doc.visibilityState === 'hidden') onHide();
   };

@@ -2,7 +2,6 @@
 // failed. The server lists at most 100 diagnostics, so a rejection can go unnamed; such events are
 // resent in halves until each rejection is named. That is safe: already stored events come back
 // as accepted and are neither stored nor billed twice.
-import type { IngestError } from './errors.js';
 import type { SendResult } from './transport.js';
 import type { Diagnostic, FailedEvents, RejectedEvent, Stamped } from './types.js';
 
@@ -19,10 +18,15 @@ export interface Outcome<E> {
 
 export type Post<E> = (events: Stamped<E>[]) => Promise<SendResult>;
 
-const key = (id: string) => id.toLowerCase();
+/** The counts an Outcome and a flush() report share. */
+export const COUNTS = ['accepted', 'duplicated', 'storedNotBilled', 'requests', 'retries'] as const;
 
-export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<Outcome<E>> {
-  const out: Outcome<E> = {
+export function addCounts(into: Record<(typeof COUNTS)[number], number>, from: Outcome<unknown>): void {
+  for (const k of COUNTS) into[k] += from[k];
+}
+
+export function emptyOutcome<E>(): Outcome<E> {
+  return {
     accepted: 0,
     duplicated: 0,
     storedNotBilled: 0,
@@ -32,20 +36,19 @@ export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<O
     failed: [],
     warnings: { events: [], diagnostics: [] },
   };
+}
+
+const key = (id: string) => id.toLowerCase();
+
+export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<Outcome<E>> {
+  const out = emptyOutcome<E>();
   const r = await post(events);
   out.requests += r.attempts;
   out.retries += r.retries;
 
   if (!r.ok) {
-    const bad = invalidIndex(r.error, events.length);
-    if (bad === null) {
-      out.failed.push({ events, error: r.error });
-      return out;
-    }
-    // bot_api refuses the whole request for one malformed event: report that one, send the others.
-    out.failed.push({ events: [events[bad]!], error: r.error });
-    const rest = events.filter((_, i) => i !== bad);
-    return rest.length === 0 ? out : merge(out, await deliver(rest, post));
+    out.failed.push({ events, error: r.error });
+    return out;
   }
 
   const body = r.body;
@@ -56,35 +59,35 @@ export async function deliver<E>(events: Stamped<E>[], post: Post<E>): Promise<O
   const diagsById = new Map<string, Diagnostic[]>();
   const unnamedWarnings: Diagnostic[] = [];
   for (const d of body.diagnostics) {
-    if (typeof d.event_id !== 'string') {
-      if (d.severity === 'warning') unnamedWarnings.push(d);
-      continue;
-    }
-    const list = diagsById.get(key(d.event_id));
-    if (list === undefined) diagsById.set(key(d.event_id), [d]);
-    else list.push(d);
+    if (typeof d.event_id === 'string') {
+      const k = key(d.event_id);
+      diagsById.set(k, [...(diagsById.get(k) ?? []), d]);
+    } else if (d.severity === 'warning') unnamedWarnings.push(d);
   }
 
   // The server keeps the first occurrence of an id and counts the others as duplicates.
   const seen = new Set<string>();
-  const firsts = events.filter((e) => !seen.has(key(e.eventId)) && seen.add(key(e.eventId)));
-  const everyRejected = r.status === 400;
-  const rejected: Stamped<E>[] = [];
   const others: Stamped<E>[] = [];
-  for (const e of firsts) {
-    const ds = diagsById.get(key(e.eventId));
-    if (everyRejected || ds?.some((d) => d.severity === 'error')) rejected.push(e);
-    else others.push(e);
-    const warnings = ds?.filter((d) => d.severity === 'warning') ?? [];
-    if (warnings.length > 0 && !everyRejected && !ds!.some((d) => d.severity === 'error')) {
+  for (const e of events) {
+    const k = key(e.eventId);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    const ds = diagsById.get(k) ?? [];
+    if (r.status === 400 || ds.some((d) => d.severity === 'error')) {
+      out.rejected.push({ event: e, diagnostics: ds });
+      continue;
+    }
+    others.push(e);
+    const warnings = ds.filter((d) => d.severity === 'warning');
+    if (warnings.length > 0) {
       out.warnings.events.push(e);
       out.warnings.diagnostics.push(...warnings);
     }
   }
-  out.warnings.diagnostics.push(...unnamedWarnings);
-  for (const e of rejected) out.rejected.push({ event: e, diagnostics: diagsById.get(key(e.eventId)) ?? [] });
 
-  const unnamed = body.rejected - rejected.length;
+  out.warnings.diagnostics.push(...unnamedWarnings);
+
+  const unnamed = body.rejected - out.rejected.length;
   if (unnamed > 0 && others.length > 0) {
     if (unnamed >= others.length) {
       for (const e of others) out.rejected.push({ event: e, diagnostics: [] });
@@ -108,18 +111,9 @@ async function name<E>(events: Stamped<E>[], post: Post<E>, out: Outcome<E>): Pr
   }
 }
 
-function invalidIndex(error: IngestError, n: number): number | null {
-  if (error.status !== 400 || error.code !== 'event_invalid') return null;
-  const index = (error.details as { index?: unknown } | undefined)?.index;
-  return typeof index === 'number' && Number.isInteger(index) && index >= 0 && index < n ? index : null;
-}
-
-function merge<E>(a: Outcome<E>, b: Outcome<E>): Outcome<E> {
-  a.accepted += b.accepted;
-  a.duplicated += b.duplicated;
-  a.storedNotBilled += b.storedNotBilled;
-  a.requests += b.requests;
-  a.retries += b.retries;
+/** `b` added to `a`. */
+export function merge<E>(a: Outcome<E>, b: Outcome<E>): Outcome<E> {
+  addCounts(a, b);
   a.rejected.push(...b.rejected);
   a.failed.push(...b.failed);
   a.warnings.events.push(...b.warnings.events);

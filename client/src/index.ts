@@ -1,6 +1,7 @@
 // The embeddable client: batches, retries per the service's retry guidance, reports every event's
 // fate, and in browsers keeps the webapp endpoint's unsettled events across sessions.
-export { createClient, IngestClient, MAX_BATCH_EVENTS, uuidv7 } from './client.js';
+export { BotApiClient, createClient } from './bot-api.js';
+export { IngestClient, MAX_BATCH_EVENTS, uuidv7 } from './client.js';
 export { IngestError, type IngestErrorInit } from './errors.js';
 export { outboxKey } from './outbox.js';
 export type { Endpoint } from './retry.js';

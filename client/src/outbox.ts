@@ -31,28 +31,31 @@ export const outboxKey = (botId: string) => `tg-ingest:outbox:${botId}`;
 export const idKey = (eventId: string) => eventId.toLowerCase();
 
 export class Outbox<E> {
-  private readonly held = new Map<string, Held<E>>();
+  readonly #held = new Map<string, Held<E>>();
   /** Changes not yet written: storage is rewritten once per task, not per event. */
-  private readonly added = new Map<string, Entry<E>>();
-  private readonly removed = new Set<string>();
-  private saveQueued = false;
+  readonly #added = new Map<string, Entry<E>>();
+  readonly #removed = new Set<string>();
+  #saveQueued = false;
+  readonly #storage: OutboxStorage | null;
+  readonly #key: string;
+  readonly #user: () => string | null;
 
   /**
    * @param storage null keeps events in memory only (for the beacons).
    * @param user the user of the current initData, or null when it has none.
    */
-  constructor(
-    private readonly storage: OutboxStorage | null,
-    private readonly key: string,
-    private readonly user: () => string | null,
-  ) {}
+  constructor(storage: OutboxStorage | null, key: string, user: () => string | null) {
+    this.#storage = storage;
+    this.#key = key;
+    this.#user = user;
+  }
 
   get persists(): boolean {
-    return this.storage !== null;
+    return this.#storage !== null;
   }
 
   get size(): number {
-    return this.held.size;
+    return this.#held.size;
   }
 
   /**
@@ -60,15 +63,15 @@ export class Outbox<E> {
    * from now on.
    */
   load(max: number): Stamped<E>[] {
-    if (this.storage === null || max <= 0) return [];
-    const user = this.user();
+    if (this.#storage === null || max <= 0) return [];
+    const user = this.#user();
     if (user === null) return [];
     const out: Stamped<E>[] = [];
-    for (const entry of this.read()) {
+    for (const entry of this.#read()) {
       if (out.length >= max) break;
       const k = idKey(entry.e.eventId);
-      if (entry.u !== user || this.held.has(k)) continue;
-      this.held.set(k, { entry, failed: false, beaconed: false });
+      if (entry.u !== user || this.#held.has(k)) continue;
+      this.#held.set(k, { entry, failed: false, beaconed: false });
       out.push(entry.e);
     }
     return out;
@@ -76,32 +79,32 @@ export class Outbox<E> {
 
   add(event: Stamped<E>): void {
     const k = idKey(event.eventId);
-    const entry: Entry<E> = { u: this.storage === null ? null : this.user(), e: event };
-    this.held.set(k, { entry, failed: false, beaconed: false });
-    if (this.storage === null) return;
-    this.added.set(k, entry);
-    this.queueSave();
+    const entry: Entry<E> = { u: this.#storage === null ? null : this.#user(), e: event };
+    this.#held.set(k, { entry, failed: false, beaconed: false });
+    if (this.#storage === null) return;
+    this.#added.set(k, entry);
+    this.#queueSave();
   }
 
   /** The events are done with: stored, rejected, or failed for good. */
   settle(events: Iterable<Stamped<E>>): void {
-    for (const e of events) this.drop(idKey(e.eventId));
+    for (const e of events) this.#drop(idKey(e.eventId));
   }
 
   /** The events stay held (and stored) after a failure that a later attempt may pass. */
   keepFailed(events: Iterable<Stamped<E>>): void {
     for (const e of events) {
-      const h = this.held.get(idKey(e.eventId));
+      const h = this.#held.get(idKey(e.eventId));
       if (h !== undefined) h.failed = true;
     }
   }
 
   /** Drops kept failures, oldest first, until at most `max` events are held. They were reported to onFailed already. */
   makeRoom(max: number): void {
-    if (this.held.size <= max) return;
-    for (const [k, h] of this.held) {
-      if (this.held.size <= max) break;
-      if (h.failed) this.drop(k);
+    if (this.#held.size <= max) return;
+    for (const [k, h] of this.#held) {
+      if (this.#held.size <= max) break;
+      if (h.failed) this.#drop(k);
     }
   }
 
@@ -114,14 +117,14 @@ export class Outbox<E> {
     const seen = new Set<string>();
     for (const e of queued) {
       const k = idKey(e.eventId);
-      const h = this.held.get(k);
+      const h = this.#held.get(k);
       if (h === undefined || h.beaconed || seen.has(k)) continue;
       seen.add(k);
       first.push(h.entry.e);
     }
     const failed: Stamped<E>[] = [];
     const inFlight: Stamped<E>[] = [];
-    for (const [k, h] of this.held) {
+    for (const [k, h] of this.#held) {
       if (h.beaconed || seen.has(k)) continue;
       (h.failed ? failed : inFlight).push(h.entry.e);
     }
@@ -130,49 +133,49 @@ export class Outbox<E> {
 
   markBeaconed(events: Iterable<Stamped<E>>): void {
     for (const e of events) {
-      const h = this.held.get(idKey(e.eventId));
+      const h = this.#held.get(idKey(e.eventId));
       if (h !== undefined) h.beaconed = true;
     }
   }
 
   /** Writes the pending changes now (also done after each task that made some). */
   save(): void {
-    if (this.storage === null || (this.added.size === 0 && this.removed.size === 0)) return;
-    const stored = this.read();
-    const kept = stored.filter((x) => !this.removed.has(idKey(x.e.eventId)));
+    if (this.#storage === null || (this.#added.size === 0 && this.#removed.size === 0)) return;
+    const stored = this.#read();
+    const kept = stored.filter((x) => !this.#removed.has(idKey(x.e.eventId)));
     const present = new Set(kept.map((x) => idKey(x.e.eventId)));
-    const merged = [...kept, ...[...this.added].filter(([k]) => !present.has(k)).map(([, x]) => x)];
-    if (this.write(merged)) {
-      this.added.clear();
+    const merged = [...kept, ...[...this.#added].filter(([k]) => !present.has(k)).map(([, x]) => x)];
+    if (this.#write(merged)) {
+      this.#added.clear();
     } else if (kept.length < stored.length) {
       // Full (quota): at least forget what is settled. The additions wait for the next write.
-      this.write(kept);
+      this.#write(kept);
     }
     // A removal that could not be written costs at most a redelivery, which the server recognises.
-    this.removed.clear();
+    this.#removed.clear();
   }
 
-  private drop(k: string): void {
-    if (!this.held.delete(k)) return;
-    if (this.storage === null) return;
-    this.added.delete(k);
-    this.removed.add(k);
-    this.queueSave();
+  #drop(k: string): void {
+    if (!this.#held.delete(k)) return;
+    if (this.#storage === null) return;
+    this.#added.delete(k);
+    this.#removed.add(k);
+    this.#queueSave();
   }
 
-  private queueSave(): void {
-    if (this.saveQueued) return;
-    this.saveQueued = true;
+  #queueSave(): void {
+    if (this.#saveQueued) return;
+    this.#saveQueued = true;
     queueMicrotask(() => {
-      this.saveQueued = false;
+      this.#saveQueued = false;
       this.save();
     });
   }
 
-  private read(): Entry<E>[] {
+  #read(): Entry<E>[] {
     let raw: string | null;
     try {
-      raw = this.storage!.getItem(this.key);
+      raw = this.#storage!.getItem(this.#key);
     } catch {
       return [];
     }
@@ -185,10 +188,10 @@ export class Outbox<E> {
     }
   }
 
-  private write(entries: Entry<E>[]): boolean {
+  #write(entries: Entry<E>[]): boolean {
     try {
-      if (entries.length === 0) this.storage!.removeItem(this.key);
-      else this.storage!.setItem(this.key, JSON.stringify({ v: VERSION, events: entries }));
+      if (entries.length === 0) this.#storage!.removeItem(this.#key);
+      else this.#storage!.setItem(this.#key, JSON.stringify({ v: VERSION, events: entries }));
       return true;
     } catch {
       return false;

@@ -52,7 +52,7 @@ export async function send(cfg: TransportConfig, buildBody: () => unknown): Prom
       return fail(
         new IngestError({
           code: 'body_error',
-          message: `could not build the request body (initData callback or JSON): ${String(cause)}`,
+          message: `request body: ${String(cause)}`,
           attempts: attempt - 1,
           cause,
         }),
@@ -131,7 +131,7 @@ function toError(a: Answer, attempts: number, retriesExhausted: boolean): Ingest
     const timeout = a.cause instanceof Error && a.cause.name === 'TimeoutError';
     return new IngestError({
       code: timeout ? 'timeout' : 'network_error',
-      message: `no answer after ${attempts} attempt(s): ${a.cause instanceof Error ? a.cause.message : String(a.cause)}`,
+      message: `no answer: ${a.cause instanceof Error ? a.cause.message : String(a.cause)}`,
       status: null,
       attempts,
       retriesExhausted,
@@ -149,6 +149,6 @@ function toError(a: Answer, attempts: number, retriesExhausted: boolean): Ingest
     retriesExhausted,
     requestId: a.requestId,
     details: b.details,
-    message: retriesExhausted ? `${message} (gave up after ${attempts} attempts)` : message,
+    message: retriesExhausted ? `${message} (after ${attempts} attempts)` : message,
   });
 }

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { UPDATE_TYPES } from '../../client/src/updates/mapping.js';
-import { CAPTURED_NAMES } from '../../integrations/webapp/src/capture.js';
+import { capturedNames } from '../../integrations/webapp/src/capture.js';
 import { TG_REGISTRY } from '../../src/pipeline/registry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,7 +62,7 @@ describe('the table of what the mini-app SDK captures', () => {
       .split('\n')
       .filter((l) => l.startsWith('| ') && !l.startsWith('| what') && !l.startsWith('|---'))
       .flatMap((l) => [...l.split(' | ')[1]!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
-    expect(names.sort()).toEqual([...CAPTURED_NAMES].sort());
+    expect(names.sort()).toEqual(capturedNames().sort());
   });
 });
 
@@ -80,6 +80,13 @@ describe('npm pack of the integrations', () => {
     const manifest = JSON.parse(readFileSync(`${ROOT}integrations/webapp/package.json`, 'utf8'));
     expect(Object.keys(manifest.dependencies)).toEqual(['@tg-ingest/client']);
     expect(manifest.peerDependencies).toBeUndefined();
+  });
+
+  it("@tg-ingest/webapp's one-file script carries the webapp client alone, not the bot_api one a page never uses", () => {
+    const script = readFileSync(`${ROOT}integrations/webapp/dist/webapp.min.js`, 'utf8');
+    expect(script).toContain('/tg/webapp');
+    for (const botApiOnly of ['setProfile', 'messengerUserId', 'event_invalid'])
+      expect(script).not.toContain(botApiOnly);
   });
 
   for (const pkg of ['grammy', 'telegraf']) {

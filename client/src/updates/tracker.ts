@@ -1,6 +1,6 @@
 // What the framework middlewares share: every update becomes its events (mapping.ts) with ids derived from the
 // update, queued in a bounded client that never blocks, never throws into the bot and never keeps it alive.
-import { createClient, type IngestClient } from '../client.js';
+import { type BotApiClient, createClient } from '../bot-api.js';
 import { IngestError } from '../errors.js';
 import type { BotApiEventInput, EventType, Stamped } from '../types.js';
 import { updateEventId, updateNamespace } from './ids.js';
@@ -68,7 +68,7 @@ const LOG_EVERY_MS = 60_000;
 
 export class BotTracker {
   readonly stats: TrackerStats = { updates: 0, events: 0, dropped: 0, rejected: 0, failed: 0 };
-  private readonly client: IngestClient<BotApiEventInput>;
+  private readonly client: BotApiClient;
   private readonly captureText: boolean;
   private readonly profileIntervalMs: number;
   private readonly shutdownTimeoutMs: number;

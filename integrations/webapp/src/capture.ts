@@ -51,8 +51,8 @@ const FEATURES: Record<string, string> = {
   emoji_status_set: 'emoji_status_set',
 };
 
-/** Every eventName this SDK sends on its own (integrations/MAPPING.md lists them). */
-export const CAPTURED_NAMES: readonly string[] = [
+/** Every eventName this SDK sends on its own (integrations/MAPPING.md lists them); a bundle that never asks leaves it out. */
+export const capturedNames = (): string[] => [
   'app_open',
   'app_close',
   'app_activated',

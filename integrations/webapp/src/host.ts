@@ -43,25 +43,27 @@ interface PageGlobals {
   removeEventListener?(type: string, fn: (e: { source?: unknown; data?: unknown }) => void): void;
 }
 
-/** `Telegram.WebApp`'s events under their protocol names, and the data each carries there. */
-const WEBAPP_EVENTS: Record<string, (w: WebApp, data: Record<string, unknown>) => [string, unknown]> = {
-  activated: () => ['visibility_changed', { is_visible: true }],
-  deactivated: () => ['visibility_changed', { is_visible: false }],
-  mainButtonClicked: () => ['main_button_pressed', {}],
-  secondaryButtonClicked: () => ['secondary_button_pressed', {}],
-  backButtonClicked: () => ['back_button_pressed', {}],
-  settingsButtonClicked: () => ['settings_button_pressed', {}],
-  invoiceClosed: (_, d) => ['invoice_closed', { url: d.url, status: d.status }],
-  popupClosed: (_, d) => ['popup_closed', { button_id: d.button_id }],
-  // The text scanned or read is not passed on.
-  qrTextReceived: () => ['qr_text_received', {}],
-  clipboardTextReceived: () => ['clipboard_text_received', {}],
-  writeAccessRequested: (_, d) => ['write_access_requested', { status: d.status }],
-  contactRequested: (_, d) => ['phone_requested', { status: d.status }],
-  fullscreenChanged: (w) => ['fullscreen_changed', { is_fullscreen: w.isFullscreen }],
-  homeScreenAdded: () => ['home_screen_added', {}],
-  shareMessageSent: () => ['prepared_message_sent', {}],
-  emojiStatusSet: () => ['emoji_status_set', {}],
+/**
+ * `Telegram.WebApp`'s events under their protocol names. Their data passes on as it came: capture.ts reads only the
+ * fields it stores (never a scanned text, a clipboard or a contact).
+ */
+const WEBAPP_EVENTS: Record<string, string> = {
+  activated: 'visibility_changed',
+  deactivated: 'visibility_changed',
+  mainButtonClicked: 'main_button_pressed',
+  secondaryButtonClicked: 'secondary_button_pressed',
+  backButtonClicked: 'back_button_pressed',
+  settingsButtonClicked: 'settings_button_pressed',
+  invoiceClosed: 'invoice_closed',
+  popupClosed: 'popup_closed',
+  qrTextReceived: 'qr_text_received',
+  clipboardTextReceived: 'clipboard_text_received',
+  writeAccessRequested: 'write_access_requested',
+  contactRequested: 'phone_requested',
+  fullscreenChanged: 'fullscreen_changed',
+  homeScreenAdded: 'home_screen_added',
+  shareMessageSent: 'prepared_message_sent',
+  emojiStatusSet: 'emoji_status_set',
 };
 
 /** A message longer than this is not the messenger's: it is not parsed. */
@@ -101,11 +103,17 @@ export function findHost(g: PageGlobals = globalThis as unknown as PageGlobals):
         return typeof text === 'string' && text !== '' ? text : undefined;
       },
       listen(on) {
-        const handlers = Object.entries(WEBAPP_EVENTS).map(([name, map]) => {
-          const handler = (data?: unknown) => {
-            const [type, d] = map(webApp, typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {});
-            on(type, d);
-          };
+        const handlers = Object.entries(WEBAPP_EVENTS).map(([name, type]) => {
+          // The two whose state the protocol carries in their data and Telegram.WebApp in its fields.
+          const handler = (data?: unknown) =>
+            on(
+              type,
+              type === 'visibility_changed'
+                ? { is_visible: name === 'activated' }
+                : type === 'fullscreen_changed'
+                  ? { is_fullscreen: webApp.isFullscreen }
+                  : data,
+            );
           webApp.onEvent(name, handler);
           return [name, handler] as const;
         });

@@ -1,7 +1,13 @@
 // @tg-ingest/webapp: one call in a mini-app, and its lifecycle, buttons, payments, dialogs and errors are stored in
 // tg-ingest as they happen, each with the launch's session_id. Events leave through the client's outbox; what is
 // captured as the mini-app closes leaves at once, in a beacon.
-import { createClient, type IngestClient, outboxKey, uuidv7, type WebAppEventInput } from '@tg-ingest/client';
+import {
+  IngestClient,
+  outboxKey,
+  uuidv7,
+  type WebAppClientOptions,
+  type WebAppEventInput,
+} from '@tg-ingest/client';
 import { appClose, appError, appOpen, type Captured, fromMessenger, type Group, pageView, viewPath } from './capture.js';
 import { findHost, type Host } from './host.js';
 
@@ -19,7 +25,7 @@ export interface TgIngestOptions {
   /** `app_error` events a session sends at most. Default 20. */
   maxErrors?: number;
   /** Passed to the client (`flushIntervalMs`, `onFailed`, `onRejected`, …). */
-  client?: Omit<Parameters<typeof createClient>[0] & { botId: string }, 'baseUrl' | 'botId' | 'initData'>;
+  client?: Omit<WebAppClientOptions, 'baseUrl' | 'botId' | 'initData'>;
 }
 
 export interface TgIngest {
@@ -122,7 +128,8 @@ export function tgIngest(options: TgIngestOptions): TgIngest {
   });
 
   if (optedOut) storeOptOut(true, options.botId);
-  const client = createClient({
+  // The webapp client alone: createClient would bring the bot_api client into the page's bundle.
+  const client = new IngestClient<WebAppEventInput>({
     maxQueueEvents: DEFAULT_MAX_QUEUE,
     whenFull: 'drop-oldest',
     ...options.client,

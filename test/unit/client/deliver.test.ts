@@ -1,7 +1,8 @@
 // How the client turns answers into a fate per event, against a fake `post` that answers like the
-// service: unnamed rejections are named by resending halves, and a whole-request `event_invalid`
+// service: unnamed rejections are named by resending halves, and on bot_api a whole-request `event_invalid`
 // refusal costs only the event it names.
 import { describe, expect, it } from 'vitest';
+import { deliverBotApi } from '../../../client/src/bot-api.js';
 import { deliver, type Post } from '../../../client/src/deliver.js';
 import { IngestError } from '../../../client/src/errors.js';
 import type { SendResult } from '../../../client/src/transport.js';
@@ -162,7 +163,7 @@ describe('deliver', () => {
       });
       return { ok: false, error, attempts: 1, retries: 0 };
     });
-    const out = await deliver(evs, post);
+    const out = await deliverBotApi(evs, post);
     expect(
       out.failed.map((f) => [
         f.events.map((e) => e.eventName),
@@ -191,7 +192,7 @@ describe('deliver', () => {
       new IngestError({ code: 'network_error', message: 'no', retriesExhausted: true }),
     ]) {
       const { post, posted } = fakePost(() => ({ ok: false, error, attempts: 3, retries: 2 }));
-      const out = await deliver(evs, post);
+      const out = await deliverBotApi(evs, post);
       expect(out.failed).toEqual([{ events: evs, error }]);
       expect(out).toMatchObject({ accepted: 0, requests: 3, retries: 2, rejected: [] });
       expect(posted).toHaveLength(1);
