@@ -14,7 +14,7 @@ import type { Database } from './lib/env.js';
 import { fmt, median, type Result, type Row } from './lib/report.js';
 
 const GOAL_MS = 1000;
-const RUNS = 9;
+const RUNS = 5;
 
 export async function funnel50m(
   db: Database,
