@@ -1,6 +1,6 @@
 // The bot_api client: the queue of IngestClient, plus user profiles and a bot snapshot that ride along with the next
 // batch. Kept apart so a browser bundle of the webapp endpoint does not carry it.
-import { IngestClient } from './client.js';
+import { DEFAULT_MAX_QUEUE, IngestClient } from './client.js';
 import { deliver, merge, type Outcome, type Post } from './deliver.js';
 import { IngestError } from './errors.js';
 import type {
@@ -24,7 +24,7 @@ export class BotApiClient extends IngestClient<BotApiEventInput> {
 
   constructor(opts: BotApiClientOptions) {
     super(opts);
-    this.#maxUsers = Math.max(1, opts.maxQueueEvents ?? 100_000);
+    this.#maxUsers = Math.max(1, opts.maxQueueEvents ?? DEFAULT_MAX_QUEUE);
   }
 
   /** Profiles to send with the next batch (later calls for the same user merge). */
@@ -80,7 +80,8 @@ export class BotApiClient extends IngestClient<BotApiEventInput> {
 export async function deliverBotApi<E>(events: Stamped<E>[], post: Post<E>): Promise<Outcome<E>> {
   const out = await deliver(events, post);
   const failure = out.failed[0];
-  // Only the first request can be refused so: the resent halves that name rejections were all parsed once.
+  // Only the first request can be refused so: bot_api's parse-time checks look at each event alone, and the halves
+  // resent to name rejections were all parsed once.
   const bad = failure?.events === events ? invalidIndex(failure.error, events.length) : null;
   if (bad === null) return out;
   out.failed = [{ events: [events[bad]!], error: failure!.error }];

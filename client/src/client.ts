@@ -14,6 +14,8 @@ import { type SendResult, send, type TransportConfig } from './transport.js';
 import type { BotApiClientOptions, ClientOptions, FlushReport, Stamped, WebAppClientOptions } from './types.js';
 
 export const MAX_BATCH_EVENTS = 1000;
+/** maxQueueEvents unless given: events queued, and (BotApiClient) profiles waiting. */
+export const DEFAULT_MAX_QUEUE = 100_000;
 
 interface Queued<E> {
   seq: number;
@@ -26,8 +28,8 @@ interface Batch {
 }
 
 /**
- * The client of either endpoint. Members are `#private`: the browser bundle of the mini-app SDK carries this class,
- * and a minifier may shorten private names but no others.
+ * The webapp endpoint's client, and the queue BotApiClient builds on. Members are `#private`: the mini-app SDK's
+ * script carries this class, and a minifier may shorten private names but no others.
  */
 export class IngestClient<E extends object> {
   readonly #transport: TransportConfig;
@@ -57,11 +59,13 @@ export class IngestClient<E extends object> {
   #knownUser: string | null = null;
 
   constructor(opts: ClientOptions) {
-    this.#opts = opts;
     const webapp = !('apiKey' in opts);
+    // Without profiles or the split of a request bot_api refuses for one event, it would be a lesser bot_api client.
+    if (!webapp && new.target === IngestClient) throw new TypeError('with apiKey, use createClient() or BotApiClient');
+    this.#opts = opts;
     this.#maxBatch = clamp(opts.maxBatchEvents ?? MAX_BATCH_EVENTS, 1, MAX_BATCH_EVENTS);
     this.#flushIntervalMs = Math.max(0, opts.flushIntervalMs ?? 1000);
-    this.#maxQueue = Math.max(1, opts.maxQueueEvents ?? 100_000);
+    this.#maxQueue = Math.max(1, opts.maxQueueEvents ?? DEFAULT_MAX_QUEUE);
     this.#maxConcurrent = Math.max(1, opts.maxConcurrentRequests ?? 2);
     this.#dropOldest = opts.whenFull === 'drop-oldest';
     const base = opts.baseUrl.replace(/\/+$/, '');
@@ -175,16 +179,19 @@ export class IngestClient<E extends object> {
     return report;
   }
 
-  /** One request of a batch; `extra` joins the bot_api body (profiles, the bot snapshot). */
+  /** One request of a batch; `extra` joins the bot_api body (profiles, the bot snapshot). For BotApiClient. */
   protected post(events: Stamped<E>[], extra?: object): Promise<SendResult> {
     return send(this.#transport, () =>
-      this.#outbox !== null
+      this.#transport.endpoint === 'webapp'
         ? { botId: (this.#opts as WebAppClientOptions).botId, auth: { initData: this.#initData() }, events }
         : { events, ...extra },
     );
   }
 
-  /** A batch's delivery: BotApiClient lets its profiles and bot snapshot ride along. */
+  /**
+   * A batch's delivery: BotApiClient lets its profiles and bot snapshot ride along. Called from the constructor when
+   * stored events are restored, before a subclass's own fields exist: only bot_api overrides it, which restores none.
+   */
   protected deliverBatch(events: Stamped<E>[]): Promise<Outcome<E>> {
     return deliver(events, (evs) => this.post(evs));
   }

@@ -19,7 +19,7 @@ export interface Outcome<E> {
 export type Post<E> = (events: Stamped<E>[]) => Promise<SendResult>;
 
 /** The counts an Outcome and a flush() report share. */
-export const COUNTS = ['accepted', 'duplicated', 'storedNotBilled', 'requests', 'retries'] as const;
+const COUNTS = ['accepted', 'duplicated', 'storedNotBilled', 'requests', 'retries'] as const;
 
 export function addCounts(into: Record<(typeof COUNTS)[number], number>, from: Outcome<unknown>): void {
   for (const k of COUNTS) into[k] += from[k];

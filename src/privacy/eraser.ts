@@ -1,11 +1,11 @@
-// Runs erasure requests in the background, oldest first, one step per transaction: in each events partition, its new
-// block ranges summarized, then a slice of the users (ERASURE_USERS_PER_STEP) deleted through the partition's bloom
-// summaries of users (migration 15: a BRIN index, which reads only the ranges that may hold them and costs an insert
-// nothing), then the users table, the quarantine in slices, and what other features keep of users (ErasurePart: the
-// reports' tables). Each step moves the erasure's `step` in the transaction that deletes, so a step retried after a
-// crash or on another instance deletes nothing twice and skips nothing. An advisory lock taken per step keeps one instance at work at a time, and the eraser rests
-// REST_PER_WORK times as long as each step took: a bloom summary is walked once per user asked, which is CPU the
-// ingestion beside it would otherwise lose.
+// Runs erasure requests in the background, oldest first, one step per transaction: in each events partition, a slice
+// of the users (ERASURE_USERS_PER_STEP) at a time, the partition's new block ranges summarized and the slice deleted
+// through its bloom summaries of users (migration 15: a BRIN index, which reads only the ranges that may hold them and
+// costs an insert nothing); then the users table, the quarantine in slices, and what other features keep of users
+// (ErasurePart: the reports' tables). Each step moves the erasure's `step` in the transaction that deletes, so a step
+// retried after a crash or on another instance deletes nothing twice and skips nothing. An advisory lock taken per
+// step keeps one instance at work at a time, and the eraser rests REST_PER_WORK times as long as each step took: a
+// bloom summary is walked once per user asked, which is CPU the ingestion beside it would otherwise lose.
 import type { Sql, Tx } from '../db/connect.js';
 import { type ErasurePart, type ErasureStep, STEP_LOCK_TIMEOUT } from '../db/erasure.js';
 import type { Logger } from '../base/log.js';
@@ -21,6 +21,8 @@ const MAX_ATTEMPTS = 6;
 
 type Own =
   | { phase?: undefined }
+  // `summarized` is written true: an older build summarized a partition in a step of its own, taken while it read false,
+  // and would start the partition over.
   | { phase: 'events'; part: string; from: number; summarized: boolean }
   | { phase: 'users' }
   | { phase: 'quarantine'; after: number };
@@ -178,26 +180,24 @@ export class Eraser {
       const at = s.phase === 'events' ? parts.findIndex((p) => p.name >= s.part) : 0;
       const part = at === -1 ? undefined : parts[at];
       if (part === undefined) return void (await move({ phase: 'users' }));
-      const same = s.phase === 'events' && s.part === part.name;
-      if (!same || !s.summarized) {
-        // Ranges not summarized yet (the partition's newest) would be read whole by every slice: summarized once here.
-        // It waits on a VACUUM of the partition (which summarizes them too): past the lock timeout it is left out, as
-        // the deletes find every row either way.
-        if (part.index !== null)
-          await tx
-            .savepoint((sp) => sp`SELECT brin_summarize_new_values(${part.index}::regclass)`)
-            .catch((err: { code?: string }) => {
-              if (err.code !== '55P03') throw err;
-            });
-        return void (await move({ phase: 'events', part: part.name, from: 0, summarized: true }));
-      }
-      if (s.from >= ids.length) {
+      const from = s.phase === 'events' && s.part === part.name ? s.from : 0;
+      if (from >= ids.length) {
         const next = parts[at + 1];
         return void (await move(
-          next === undefined ? { phase: 'users' } : { phase: 'events', part: next.name, from: 0, summarized: false },
+          next === undefined ? { phase: 'users' } : { phase: 'events', part: next.name, from: 0, summarized: true },
         ));
       }
-      const slice = ids.slice(s.from, s.from + this.opts.usersPerStep);
+      // Ranges not summarized yet (the partition's newest, and under ingestion whatever it took in since the last step)
+      // would be read whole by the delete: summarized first, each step, so a new page is read once rather than once per
+      // slice. It waits on a VACUUM of the partition (which summarizes them too): past the lock timeout it is left out,
+      // as the delete finds every row either way.
+      if (part.index !== null)
+        await tx
+          .savepoint((sp) => sp`SELECT brin_summarize_new_values(${part.index}::regclass)`)
+          .catch((err: { code?: string }) => {
+            if (err.code !== '55P03') throw err;
+          });
+      const slice = ids.slice(from, from + this.opts.usersPerStep);
       // Through the bloom summaries (a bitmap scan; never the whole partition, nor a parallel scan beside ingestion).
       await tx`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
                       set_config('max_parallel_workers_per_gather', '0', true)`;
@@ -207,7 +207,7 @@ export class Eraser {
         [j.project_id, slice],
       );
       return void (await move(
-        { phase: 'events', part: part.name, from: s.from + slice.length, summarized: true },
+        { phase: 'events', part: part.name, from: from + slice.length, summarized: true },
         { events: gone.count },
       ));
     }

@@ -6,7 +6,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, call, filedUsers, postBotApi, provision, type Provisioned, serverEvent } from '../helpers/api.js';
 import { createTestDatabase, reportsCaughtUp, type TestDatabase } from '../helpers/db.js';
+import { createLogger } from '../../src/base/log.js';
+import { connect } from '../../src/db/connect.js';
 import { REPORTS_FOLD_LOCK } from '../../src/db/locks.js';
+import { Eraser } from '../../src/privacy/eraser.js';
+import { PrivacyStore } from '../../src/privacy/store.js';
 import { readSummary } from '../../src/pipeline/summary.js';
 import { makeInitData, newSigner } from '../helpers/initdata.js';
 import { ADMIN_TOKEN, type RunningServer, startServer } from '../helpers/server.js';
@@ -552,4 +556,75 @@ describe('erasure across a crash', () => {
       await d.drop();
     }
   }, 60_000);
+  it('summarizes the ranges rows filled while it works before each slice, so no slice reads them whole', async () => {
+    const d = await createTestDatabase();
+    const a = await startServer(d.url, { ...env, REPORTS_EVERY_MS: '3600000' });
+    let q: Provisioned;
+    try {
+      q = await provision(a.url);
+    } finally {
+      await a.stop();
+    }
+    // The eraser driven a step at a time, on one connection whose statistics reach the view after each step.
+    const own = connect(d.url, { max: 1, name: 'eraser under test' });
+    const eraser = new Eraser(own, { usersPerStep: 1, pollMs: 3_600_000, settleMs: 0 }, createLogger('error'));
+    // 300,000 rows from `first` on, of other users but for ten rows of `user` (when given) at the middle.
+    const rows = (first: number, user: number | null) => d.sql`
+      INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
+                          platform_user_id, origin, channel, tg, billed, summarized)
+      SELECT ${q.projectId}, ${q.botId}, gen_random_uuid(), 'message_received', 'message', now(), now(),
+             CASE WHEN ${user}::bigint IS NOT NULL AND g BETWEEN 150000 AND 150009 THEN ${user}::bigint
+                  ELSE ${first}::bigint + g END, 'custom', 'bot_api', '{}', true, true
+      FROM generate_series(1, 300000) g`;
+    try {
+      const part = (
+        await d.sql<{ name: string }[]>`SELECT to_char(now() AT TIME ZONE 'UTC', '"events_"YYYY_MM') AS name`
+      )[0]!.name;
+      // Only the eraser reads the partition: no autovacuum summarizing the new rows meanwhile.
+      await d.sql.unsafe(`ALTER TABLE ${part} SET (autovacuum_enabled = false)`);
+      await rows(1_000_000, 9001);
+      await rows(2_000_000, 9002);
+      await rows(3_000_000, 9003);
+      await d.sql.unsafe(`VACUUM ANALYZE ${part}`);
+      const erasure = await new PrivacyStore(d.sql).request(q!.projectId, ['9001', '9002', '9003'], false);
+      const deleted = async () =>
+        Number(
+          (
+            await d.sql<
+              { n: string }[]
+            >`SELECT deleted_events::text AS n FROM erasures WHERE erasure_id = ${erasure.erasureId}`
+          )[0]!.n,
+        );
+      const stepUntil = async (events: number) => {
+        while ((await deleted()) < events) {
+          expect(await eraser.step()).toBe(true);
+          await own`SELECT pg_stat_force_next_flush()`;
+          await own`SELECT 1`;
+        }
+      };
+      const heapRead = async () =>
+        (
+          await d.sql<{ read: number }[]>`
+            SELECT (heap_blks_read + heap_blks_hit)::int AS read FROM pg_statio_user_tables WHERE relname = ${part}`
+        )[0]!.read;
+      const pages = async () =>
+        (await d.sql<{ n: number }[]>`SELECT (pg_relation_size(${part}::regclass) / 8192)::int AS n`)[0]!.n;
+
+      await stepUntil(10);
+      // Rows arrive while the erasure is at work, in ranges nothing has summarized.
+      const summarizedPages = await pages();
+      await rows(4_000_000, null);
+      expect((await pages()) - summarizedPages).toBeGreaterThan(2000);
+      await stepUntil(20);
+      const before = await heapRead();
+      await stepUntil(30);
+      expect((await heapRead()) - before).toBeLessThan(200);
+      const [left] = await d.sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM events WHERE platform_user_id IN (9001, 9002, 9003)`;
+      expect(left!.n).toBe(0);
+    } finally {
+      await own.end({ timeout: 1 });
+      await d.drop();
+    }
+  }, 90_000);
 });
