@@ -16,13 +16,15 @@ const LOCK_KEY = 7_240_311_913;
 const QUARANTINE_SLICE = 1000;
 /** Time resting after a step, per time the step took: an eraser at work a quarter of the time. */
 const REST_PER_WORK = 3;
+/** The longest a step waits to summarize new ranges: under PostgreSQL's deadlock_timeout (1 s). */
+const SUMMARIZE_LOCK_TIMEOUT = '200ms';
 /** Consecutive failed attempts at one step before the erasure is marked failed; they back off 2, 4, … 32 s. */
 const MAX_ATTEMPTS = 6;
 
 type Own =
   | { phase?: undefined }
-  // `summarized` is written true: an older build summarized a partition in a step of its own, taken while it read false,
-  // and would start the partition over.
+  // `summarized` is for older builds, which summarized a partition in a step of their own while it read false (and then
+  // started the partition from 0): false only where a partition starts.
   | { phase: 'events'; part: string; from: number; summarized: boolean }
   | { phase: 'users' }
   | { phase: 'quarantine'; after: number };
@@ -184,19 +186,24 @@ export class Eraser {
       if (from >= ids.length) {
         const next = parts[at + 1];
         return void (await move(
-          next === undefined ? { phase: 'users' } : { phase: 'events', part: next.name, from: 0, summarized: true },
+          next === undefined ? { phase: 'users' } : { phase: 'events', part: next.name, from: 0, summarized: false },
         ));
       }
       // Ranges not summarized yet (the partition's newest, and under ingestion whatever it took in since the last step)
       // would be read whole by the delete: summarized first, each step, so a new page is read once rather than once per
-      // slice. It waits on a VACUUM of the partition (which summarizes them too): past the lock timeout it is left out,
-      // as the delete finds every row either way.
-      if (part.index !== null)
+      // slice. Never waiting past SUMMARIZE_LOCK_TIMEOUT, below deadlock_timeout, after which an autovacuum holding the
+      // lock would be cancelled: the delete finds every row either way.
+      if (part.index !== null) {
         await tx
-          .savepoint((sp) => sp`SELECT brin_summarize_new_values(${part.index}::regclass)`)
+          .savepoint(async (sp) => {
+            await sp.unsafe(`SET LOCAL lock_timeout = '${SUMMARIZE_LOCK_TIMEOUT}'`);
+            await sp`SELECT brin_summarize_new_values(${part.index}::regclass)`;
+          })
           .catch((err: { code?: string }) => {
             if (err.code !== '55P03') throw err;
           });
+        await tx.unsafe(`SET LOCAL lock_timeout = '${STEP_LOCK_TIMEOUT}'`);
+      }
       const slice = ids.slice(from, from + this.opts.usersPerStep);
       // Through the bloom summaries (a bitmap scan; never the whole partition, nor a parallel scan beside ingestion).
       await tx`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),

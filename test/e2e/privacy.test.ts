@@ -568,8 +568,14 @@ describe('erasure across a crash', () => {
     // The eraser driven a step at a time, on one connection whose statistics reach the view after each step.
     const own = connect(d.url, { max: 1, name: 'eraser under test' });
     const eraser = new Eraser(own, { usersPerStep: 1, pollMs: 3_600_000, settleMs: 0 }, createLogger('error'));
+    // Loaded on a connection of its own whose statistics reach the view at once, not during a measured step.
+    const loader = await d.sql.reserve();
+    const loaded = async () => {
+      await loader`SELECT pg_stat_force_next_flush()`;
+      await loader`SELECT 1`;
+    };
     // 300,000 rows from `first` on, of other users but for ten rows of `user` (when given) at the middle.
-    const rows = (first: number, user: number | null) => d.sql`
+    const rows = (first: number, user: number | null) => loader`
       INSERT INTO events (project_id, bot_id, event_id, event_name, event_type, event_date, received_at,
                           platform_user_id, origin, channel, tg, billed, summarized)
       SELECT ${q.projectId}, ${q.botId}, gen_random_uuid(), 'message_received', 'message', now(), now(),
@@ -585,7 +591,8 @@ describe('erasure across a crash', () => {
       await rows(1_000_000, 9001);
       await rows(2_000_000, 9002);
       await rows(3_000_000, 9003);
-      await d.sql.unsafe(`VACUUM ANALYZE ${part}`);
+      await loader.unsafe(`VACUUM ANALYZE ${part}`);
+      await loaded();
       const erasure = await new PrivacyStore(d.sql).request(q!.projectId, ['9001', '9002', '9003'], false);
       const deleted = async () =>
         Number(
@@ -614,6 +621,7 @@ describe('erasure across a crash', () => {
       // Rows arrive while the erasure is at work, in ranges nothing has summarized.
       const summarizedPages = await pages();
       await rows(4_000_000, null);
+      await loaded();
       expect((await pages()) - summarizedPages).toBeGreaterThan(2000);
       await stepUntil(20);
       const before = await heapRead();
@@ -623,6 +631,7 @@ describe('erasure across a crash', () => {
         SELECT count(*)::int AS n FROM events WHERE platform_user_id IN (9001, 9002, 9003)`;
       expect(left!.n).toBe(0);
     } finally {
+      loader.release();
       await own.end({ timeout: 1 });
       await d.drop();
     }
