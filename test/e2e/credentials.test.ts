@@ -306,19 +306,12 @@ describe('bot_api keys', () => {
           body: {
             botId: q.botId,
             auth: { initData },
-            events: [
-              { eventId: randomUUID(), eventName: 'open', eventDate: '2026-11-22T10:00:00Z', eventType: 'interaction' },
-            ],
+            events: [openEvent()],
           },
         });
-      const low = async () =>
-        metric(
-          (await admin(own.url, 'GET', '/metrics')).text,
-          'tg_ingest_pipeline_tasks_total{kind="verify_low_priority",where="pool"}',
-        );
       const answers = await Promise.all(Array.from({ length: 12 }, () => post(forged())));
       // Past the quarter they went to the low-priority lane, and were each a failure of the address all the same.
-      expect(await low()).toBeGreaterThan(0);
+      expect(await poolTasks(own.url, 'verify_low_priority')).toBeGreaterThan(0);
       expect(answers.map((r) => r.body.error)).toEqual(Array.from({ length: 12 }, () => 'initdata_signature_invalid'));
       const spent = await post(forged());
       expect([spent.status, spent.body.error]).toEqual([429, 'auth_rate_limited']);
@@ -348,24 +341,13 @@ describe('bot_api keys', () => {
             JSON.stringify({
               botId: q.botId,
               auth: { initData },
-              events: [
-                {
-                  eventId: randomUUID(),
-                  eventName: 'open',
-                  eventDate: '2026-11-22T10:00:00Z',
-                  eventType: 'interaction',
-                },
-              ],
+              events: [openEvent()],
             }),
           ),
         });
       const answers = await Promise.all(Array.from({ length: 12 }, () => post()));
       expect(answers.map((r) => r.status)).toEqual(Array.from({ length: 12 }, () => 202));
-      const low = metric(
-        (await admin(own.url, 'GET', '/metrics')).text,
-        'tg_ingest_pipeline_tasks_total{kind="webapp_open_low_priority",where="pool"}',
-      );
-      expect(low).toBeGreaterThan(0);
+      expect(await poolTasks(own.url, 'webapp_open_low_priority')).toBeGreaterThan(0);
     } finally {
       await own.stop();
     }
@@ -407,6 +389,22 @@ describe('bot_api keys', () => {
 });
 
 /** A counter's value in Prometheus text (0 when absent). */
+/** A webapp event for the two low-priority-lane tests. */
+const openEvent = () => ({
+  eventId: randomUUID(),
+  eventName: 'open',
+  eventDate: '2026-11-22T10:00:00Z',
+  eventType: 'interaction',
+});
+
+/** Tasks of `kind` the worker pool ran, from the service's metrics. */
+async function poolTasks(url: string, kind: string): Promise<number> {
+  return metric(
+    (await admin(url, 'GET', '/metrics')).text,
+    `tg_ingest_pipeline_tasks_total{kind="${kind}",where="pool"}`,
+  );
+}
+
 function metric(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
